@@ -1,0 +1,34 @@
+# Two commands on a fresh machine: `make run` and `make test` (each sets up its own virtualenv first).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test bench golden clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Render the built-in default stack into ./rendered/ and print a summary (no cluster, cloud or CLI needed).
+run: setup
+	$(VENV)/bin/gpu-operator render -o rendered --summary
+
+## The whole test suite (benchmarks excluded; see `make bench`).
+test: setup
+	$(PY) -m pytest tests --ignore=tests/bench -q
+
+## Benchmarks, reported against baselines measured in the same run.
+bench: setup
+	$(PY) -m pytest tests/bench -q --benchmark-columns=min,median,mean,max,rounds --benchmark-sort=name
+
+## Regenerate the golden manifests under tests/golden/ from examples/configs/.
+golden: setup
+	$(PY) -m tests.golden.regenerate
+
+clean:
+	rm -rf $(VENV) rendered .pytest_cache .benchmarks

@@ -1,0 +1,77 @@
+"""What NVIDIA's operator discovers on the live cluster, declared up front.
+
+The upstream operator inspects nodes at reconcile time: the container runtime (from `containerRuntimeVersion`),
+the OS of the GPU nodes (from NFD's `system-os_release` labels, which pick the driver image tag), the kernels
+(for precompiled drivers) and whether the Prometheus Operator's CRDs exist. A Pulumi program renders before any
+node exists, so these facts are part of the config; pools created by this package fill them in.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from gpu_operator.config.base import ConfigModel
+
+__all__ = ["NodeOperatingSystem", "ClusterFacts", "ContainerRuntime"]
+
+ContainerRuntime = Literal["containerd", "crio", "docker"]
+
+# NVIDIA drops the minor version from the OS tag for these distributions (rhel9, not rhel9.4).
+_MAJOR_ONLY = ("rhel", "rocky", "ol")
+_OS_ID = re.compile(r"^[a-z][a-z0-9._-]*$")
+_KERNEL = re.compile(r"^[0-9A-Za-z._+-]+$")
+
+
+class NodeOperatingSystem(ConfigModel):
+    """One OS image used by GPU nodes (`/etc/os-release` ID and VERSION_ID), e.g. ubuntu 22.04."""
+
+    id: str = Field(description="os-release ID, e.g. ubuntu, rhel, azurelinux")
+    version_id: str = Field(description="os-release VERSION_ID, e.g. 22.04")
+    kernel_versions: tuple[str, ...] = Field(
+        default=(), description="full kernel versions of these nodes; required for precompiled drivers"
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _os_id(cls, value: str) -> str:
+        if not _OS_ID.match(value):
+            raise ValueError(f"{value!r} is not an os-release ID (lower-case, e.g. 'ubuntu')")
+        return value
+
+    @field_validator("kernel_versions")
+    @classmethod
+    def _kernels(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for kernel in values:
+            if not _KERNEL.match(kernel):
+                raise ValueError(f"{kernel!r} is not a kernel version such as '5.15.0-1074-azure'")
+        return values
+
+    @property
+    def tag(self) -> str:
+        """The driver image suffix NVIDIA derives from the OS (`ubuntu22.04`, `rhel9`)."""
+        version = self.version_id.split(".")[0] if self.id in _MAJOR_ONLY else self.version_id
+        return f"{self.id}{version}"
+
+
+class ClusterFacts(ConfigModel):
+    """Facts about the target cluster that NVIDIA's operator would otherwise detect at runtime."""
+
+    container_runtime: ContainerRuntime = "containerd"
+    operating_systems: tuple[NodeOperatingSystem, ...] = Field(
+        default=(NodeOperatingSystem(id="ubuntu", version_id="22.04"),), min_length=1
+    )
+    prometheus_operator: bool = Field(
+        default=True, description="the monitoring.coreos.com CRDs are installed, so ServiceMonitors can be created"
+    )
+
+    @field_validator("operating_systems")
+    @classmethod
+    def _distinct(cls, values: tuple[NodeOperatingSystem, ...]) -> tuple[NodeOperatingSystem, ...]:
+        tags = [os.tag for os in values]
+        duplicates = sorted({t for t in tags if tags.count(t) > 1})
+        if duplicates:
+            raise ValueError(f"operating system listed twice: {', '.join(duplicates)}; merge their kernelVersions")
+        return values

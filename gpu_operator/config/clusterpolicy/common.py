@@ -1,0 +1,104 @@
+"""Fields shared by the operand sections of a ClusterPolicy spec, and the image reference rule.
+
+Most ClusterPolicy sections describe one operand container: where its image lives (`repository`, `image`,
+`version`), how it is pulled, its resources, extra `args`/`env`, and whether the pod uses the host network.
+NVIDIA resolves an image from those three fields with one rule (`ImagePath`): all three set gives
+`repository/image:version` (or `repository/image@sha256:...` when the version is a digest), `image` alone is a
+full reference used verbatim, and anything in between is an error. We apply the same rule at config time so a
+half-specified image fails before anything is created.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import field_validator, model_validator
+
+from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.kube import EnvVar, ImagePullPolicy, ResourceRequirements
+
+__all__ = [
+    "ImageFields",
+    "OperandSpec",
+    "ContainerOperandSpec",
+    "NamedConfigRef",
+    "EnvOnly",
+    "check_image_version",
+    "DIGEST_PATTERN",
+]
+
+DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
+_BARE_DIGEST = re.compile(r"^@?(sha256[:@])?[0-9a-fA-F]{64}$")
+
+
+def check_image_version(version: str) -> str:
+    """Reject a version that is a malformed digest; return it unchanged otherwise."""
+    if version.startswith("sha256:"):
+        if not DIGEST_PATTERN.match(version):
+            raise ValueError(f"digest {version!r} must be 'sha256:' followed by 64 lower-case hex digits")
+    elif _BARE_DIGEST.match(version):
+        raise ValueError(f"{version!r} looks like a digest without the 'sha256:' prefix; write 'sha256:<64 hex digits>'")
+    return version
+
+
+class ImageFields(ConfigModel):
+    """Where an operand's image comes from and how it is pulled."""
+
+    repository: str = ""
+    image: str = ""
+    version: str = ""
+    image_pull_policy: ImagePullPolicy = "IfNotPresent"
+    image_pull_secrets: tuple[str, ...] = ()
+
+    @field_validator("version")
+    @classmethod
+    def _version_is_tag_or_digest(cls, version: str) -> str:
+        return check_image_version(version)
+
+    @model_validator(mode="after")
+    def _image_reference_is_complete(self) -> Self:
+        parts = {"repository": self.repository, "image": self.image, "version": self.version}
+        set_parts = {k for k, v in parts.items() if v}
+        if set_parts and set_parts not in ({"repository", "image", "version"}, {"image"}):
+            missing = sorted(parts.keys() - set_parts)
+            raise ValueError(
+                f"image reference is incomplete ({', '.join(missing)} empty): set repository, image and version "
+                "together, or only image to a full reference such as 'registry/name@sha256:...'"
+            )
+        return self
+
+    @property
+    def has_image(self) -> bool:
+        return bool(self.image)
+
+
+class OperandSpec(ImageFields):
+    """The fields nearly every operand section carries."""
+
+    enabled: bool = True
+    args: tuple[str, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+    resources: ResourceRequirements | None = None
+    host_network: bool = False
+
+
+class ContainerOperandSpec(ImageFields):
+    """An operand section without `resources`/`hostNetwork` (GDS, GDRCopy run as driver sidecars)."""
+
+    enabled: bool = False
+    args: tuple[str, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+
+
+class NamedConfigRef(ConfigModel):
+    """A reference to a ConfigMap by name (`{name: ...}`)."""
+
+    name: str = ""
+
+
+class EnvOnly(ConfigModel):
+    """A section that only carries extra environment variables."""
+
+    env: tuple[EnvVar, ...] = ()
+

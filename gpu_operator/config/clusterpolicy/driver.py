@@ -1,0 +1,144 @@
+"""The `driver` section: the containerized NVIDIA driver, its driver-manager init container and upgrades.
+
+Defaults are the GPU Operator v26.7.0 chart's. `upgradePolicy` keeps the ClusterPolicy names (`podDeletion`),
+not the Helm value names (`gpuPodDeletion`); the Helm importer translates.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.clusterpolicy.common import ImageFields, OperandSpec
+from gpu_operator.config.clusterpolicy.runtime import check_max_unavailable
+from gpu_operator.config.kube import EnvVar
+
+__all__ = [
+    "ContainerProbe",
+    "DriverManagerSpec",
+    "DrainSpec",
+    "PodDeletionSpec",
+    "WaitForCompletionSpec",
+    "DriverUpgradePolicy",
+    "RdmaSpec",
+    "RepoConfig",
+    "CertConfig",
+    "LicensingConfig",
+    "VirtualTopology",
+    "KernelModuleConfig",
+    "DriverSpec",
+    "KernelModuleType",
+]
+
+KernelModuleType = Literal["auto", "open", "proprietary"]
+
+
+class ContainerProbe(ConfigModel):
+    """Probe timings (the probe command itself is fixed by the operand)."""
+
+    initial_delay_seconds: int | None = Field(default=None, ge=0)
+    timeout_seconds: int | None = Field(default=None, ge=1)
+    period_seconds: int | None = Field(default=None, ge=1)
+    success_threshold: int | None = Field(default=None, ge=1)
+    failure_threshold: int | None = Field(default=None, ge=1)
+
+
+class DriverManagerSpec(ImageFields):
+    """The k8s-driver-manager init container that unloads an old driver before a new one installs."""
+
+    repository: str = "nvcr.io/nvidia/cloud-native"
+    image: str = "k8s-driver-manager"
+    version: str = "v0.12.0"
+    env: tuple[EnvVar, ...] = ()
+
+
+class DrainSpec(ConfigModel):
+    enable: bool = False
+    force: bool = False
+    pod_selector: str = ""
+    timeout_seconds: int = Field(default=300, ge=0)
+    delete_empty_dir: bool = False
+
+
+class PodDeletionSpec(ConfigModel):
+    force: bool = False
+    timeout_seconds: int = Field(default=300, ge=0)
+    delete_empty_dir: bool = False
+
+
+class WaitForCompletionSpec(ConfigModel):
+    pod_selector: str = ""
+    timeout_seconds: int = Field(default=0, ge=0)
+
+
+class DriverUpgradePolicy(ConfigModel):
+    """Rolling driver upgrades, node by node (see the upgrade state machine)."""
+
+    auto_upgrade: bool = True
+    max_parallel_upgrades: int = Field(default=1, ge=0)
+    max_unavailable: int | str = "25%"
+    wait_for_completion: WaitForCompletionSpec = WaitForCompletionSpec()
+    pod_deletion: PodDeletionSpec = PodDeletionSpec()
+    drain: DrainSpec = DrainSpec()
+
+    @field_validator("max_unavailable")
+    @classmethod
+    def _max_unavailable(cls, value: int | str) -> int | str:
+        return check_max_unavailable(value)
+
+
+class RdmaSpec(ConfigModel):
+    """GPUDirect RDMA: the nvidia-peermem sidecar, with MOFED from the host or the Network Operator."""
+
+    enabled: bool = False
+    use_host_mofed: bool = False
+
+
+class RepoConfig(ConfigModel):
+    config_map_name: str = ""
+
+
+class CertConfig(ConfigModel):
+    name: str = ""
+
+
+class LicensingConfig(ConfigModel):
+    config_map_name: str = ""
+    secret_name: str = ""
+    nls_enabled: bool = True
+
+
+class VirtualTopology(ConfigModel):
+    config: str = ""
+
+
+class KernelModuleConfig(ConfigModel):
+    name: str = ""
+
+
+class DriverSpec(OperandSpec):
+    """The `nvidia-driver-daemonset` operand."""
+
+    repository: str = "nvcr.io/nvidia"
+    image: str = "driver"
+    version: str = "595.91.07"
+    use_nvidia_driver_crd: bool = Field(default=False, alias="useNvidiaDriverCRD")
+    use_precompiled: bool = False
+    kernel_module_type: KernelModuleType = "auto"
+    use_open_kernel_modules: bool | None = None
+    startup_probe: ContainerProbe = ContainerProbe(
+        initial_delay_seconds=60, period_seconds=10, timeout_seconds=60, failure_threshold=120
+    )
+    liveness_probe: ContainerProbe | None = None
+    readiness_probe: ContainerProbe | None = None
+    rdma: RdmaSpec = RdmaSpec()
+    manager: DriverManagerSpec = DriverManagerSpec()
+    upgrade_policy: DriverUpgradePolicy = DriverUpgradePolicy()
+    repo_config: RepoConfig = RepoConfig()
+    cert_config: CertConfig = CertConfig()
+    licensing_config: LicensingConfig = LicensingConfig()
+    virtual_topology: VirtualTopology = VirtualTopology()
+    kernel_module_config: KernelModuleConfig = KernelModuleConfig()
+    secret_env: str = ""

@@ -1,0 +1,172 @@
+"""The NVIDIA device plugin's config file (api/config/v1): flags, GPU sharing by time-slicing or MPS.
+
+A ConfigMap holds several of these under named keys; a node picks one with the `nvidia.com/device-plugin.config`
+label (the ConfigMap's default key applies otherwise). The rules below are the plugin's own: a config it would
+refuse at start-up on the node is refused here, at `pulumi preview`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Self
+
+import yaml
+from pydantic import Field, field_validator, model_validator
+
+from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.clusterpolicy.plugins import MigStrategy
+
+__all__ = [
+    "PluginFlags",
+    "GfdFlags",
+    "DeviceFlags",
+    "ResourcePattern",
+    "ResourcesSpec",
+    "ReplicatedResource",
+    "ReplicatedResources",
+    "SharingSpec",
+    "ImexSpec",
+    "DevicePluginConfig",
+    "parse_device_plugin_config",
+]
+
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+DeviceListStrategy = Literal["envvar", "volume-mounts", "cdi-annotations", "cdi-cri"]
+
+
+class PluginFlags(ConfigModel):
+    pass_device_specs: bool | None = None
+    device_list_strategy: DeviceListStrategy | tuple[DeviceListStrategy, ...] | None = None
+    device_id_strategy: Literal["uuid", "index"] | None = Field(default=None, alias="deviceIDStrategy")
+    cdi_annotation_prefix: str | None = None
+    nvidia_ctk_path: str | None = Field(default=None, alias="nvidiaCTKPath")
+    container_driver_root: str | None = None
+    shared_devices_allocation_policy: Literal["distributed", "packed"] | None = None
+
+
+class GfdFlags(ConfigModel):
+    oneshot: bool | None = None
+    no_timestamp: bool | None = None
+    sleep_interval: str | None = None
+    output_file: str | None = None
+    machine_type_file: str | None = None
+
+
+class DeviceFlags(ConfigModel):
+    mig_strategy: MigStrategy | None = None
+    fail_on_init_error: bool | None = None
+    mps_root: str | None = None
+    nvidia_driver_root: str | None = None
+    nvidia_dev_root: str | None = None
+    gdrcopy_enabled: bool | None = None
+    gds_enabled: bool | None = None
+    mofed_enabled: bool | None = None
+    use_node_feature_api: bool | None = Field(default=None, alias="useNodeFeatureAPI")
+    device_discovery_strategy: Literal["auto", "nvml", "tegra"] | None = None
+    plugin: PluginFlags | None = None
+    gfd: GfdFlags | None = None
+
+
+class ResourcePattern(ConfigModel):
+    pattern: str
+    name: str
+
+
+class ResourcesSpec(ConfigModel):
+    """Parsed but ignored by the plugin (it logs a warning); accepted for compatibility."""
+
+    gpus: tuple[ResourcePattern, ...] = ()
+    mig: tuple[ResourcePattern, ...] = ()
+
+
+class ReplicatedResource(ConfigModel):
+    """One resource shared `replicas` ways (`nvidia.com/gpu` with replicas 4 → 4 pods per GPU)."""
+
+    name: str
+    rename: str | None = None
+    devices: Literal["all"] | int | tuple[int | str, ...] = "all"
+    replicas: int = Field(description="how many pods may share each device; at least 2")
+
+    @field_validator("name")
+    @classmethod
+    def _resource_name(cls, value: str) -> str:
+        qualified = value if "/" in value else f"nvidia.com/{value}"
+        prefix, _, short = qualified.partition("/")
+        if prefix != "nvidia.com" or not _RESOURCE_NAME.match(short) or len(qualified) > 63:
+            raise ValueError(f"{value!r} is not a resource name such as 'nvidia.com/gpu' (at most 63 characters)")
+        return qualified
+
+    @field_validator("replicas")
+    @classmethod
+    def _shares_something(cls, value: int) -> int:
+        if value < 2:
+            raise ValueError(f"replicas must be at least 2 (got {value}); a GPU with one replica is not shared")
+        return value
+
+    @field_validator("devices")
+    @classmethod
+    def _positive_count(cls, value: Any) -> Any:
+        if isinstance(value, int) and value <= 0:
+            raise ValueError("a device count must be greater than 0")
+        return value
+
+
+class ReplicatedResources(ConfigModel):
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool | None = None
+    resources: tuple[ReplicatedResource, ...]
+
+    @field_validator("resources")
+    @classmethod
+    def _unique(cls, values: tuple[ReplicatedResource, ...]) -> tuple[ReplicatedResource, ...]:
+        if not values:
+            raise ValueError("list at least one resource to share, e.g. {name: nvidia.com/gpu, replicas: 4}")
+        names = [r.name for r in values]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"resource listed twice: {', '.join(duplicates)}")
+        return values
+
+
+class SharingSpec(ConfigModel):
+    time_slicing: ReplicatedResources | None = None
+    mps: ReplicatedResources | None = None
+
+
+class ImexSpec(ConfigModel):
+    channel_ids: tuple[int, ...] = Field(default=(), alias="channelIDs")
+    required: bool = False
+
+    @field_validator("channel_ids")
+    @classmethod
+    def _only_channel_zero(cls, values: tuple[int, ...]) -> tuple[int, ...]:
+        if values not in ((), (0,)):
+            raise ValueError("only IMEX channel 0 is supported: use [] or [0]")
+        return values
+
+
+class DevicePluginConfig(ConfigModel):
+    """One named device-plugin config (a value in the device-plugin ConfigMap)."""
+
+    version: Literal["v1", ""] = "v1"
+    flags: DeviceFlags = DeviceFlags()
+    resources: ResourcesSpec | None = None
+    sharing: SharingSpec | None = None
+    imex: ImexSpec | None = None
+
+    @model_validator(mode="after")
+    def _mps_rules(self) -> Self:
+        if self.uses_mps and self.flags.mig_strategy == "mixed":
+            raise ValueError("sharing.mps cannot be used with flags.migStrategy 'mixed' (use none or single)")
+        return self
+
+    @property
+    def uses_mps(self) -> bool:
+        return bool(self.sharing and self.sharing.mps)
+
+
+def parse_device_plugin_config(value: Any) -> Any:
+    """Accept a config as a mapping or as YAML text (the form Helm's `config.data` uses)."""
+    if isinstance(value, str):
+        return yaml.safe_load(value) or {}
+    return value

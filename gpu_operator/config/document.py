@@ -1,0 +1,81 @@
+"""The config document: one YAML/JSON object that describes a whole GPU operator deployment.
+
+```yaml
+namespace: gpu-operator        # where every namespaced operand object goes
+cluster: {...}                 # what the operator would detect at runtime: runtime, node OSes, Prometheus CRDs
+agents: {...}                  # the agents image, and which operands run it instead of NVIDIA's images
+nfd: {...}                     # Node Feature Discovery, as the chart's subchart switch
+operator: {...}                # an NVIDIA ClusterPolicy `spec`, verbatim, with the Helm chart's defaults
+configs: {...}                 # contents of the ConfigMaps that `operator` names (device-plugin, MIG, metrics)
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from gpu_operator.config.agents import AgentsConfig
+from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.cluster import ClusterFacts
+from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
+from gpu_operator.config.dcgm_metrics import check_metrics_csv
+from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
+from gpu_operator.config.kube import DnsLabel
+from gpu_operator.config.mig_parted import MigPartedConfig
+
+__all__ = ["NfdSpec", "OperandConfigs", "GpuStackConfig"]
+
+
+class NfdSpec(ConfigModel):
+    """Node Feature Discovery: whether this stack expects to deploy it, and the kernel-module rule."""
+
+    enabled: bool = True
+    node_feature_rules: bool = Field(default=False, alias="nodefeaturerules")
+
+
+class OperandConfigs(ConfigModel):
+    """ConfigMap contents created alongside the operands that read them.
+
+    Each is created under the name the `operator` section gives (`devicePlugin.config.name`,
+    `migManager.config.name`, `dcgmExporter.config.name`); without contents here, the name refers to a ConfigMap
+    that already exists in the namespace.
+    """
+
+    device_plugin: dict[str, DevicePluginConfig] | None = Field(
+        default=None, description="named device-plugin configs; nodes choose one with nvidia.com/device-plugin.config"
+    )
+    mig_manager: MigPartedConfig | None = Field(default=None, description="a custom mig-parted config")
+    dcgm_exporter: str | None = Field(default=None, description="metrics CSV: DCGM field, Prometheus type, help")
+
+    @field_validator("device_plugin", mode="before")
+    @classmethod
+    def _yaml_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {name: parse_device_plugin_config(config) for name, config in value.items()}
+        return value
+
+    @field_validator("device_plugin")
+    @classmethod
+    def _config_names(cls, value: dict[str, DevicePluginConfig] | None) -> dict[str, DevicePluginConfig] | None:
+        for name in value or {}:
+            if not name or not all(c.isalnum() or c in "-_." for c in name):
+                raise ValueError(f"config name {name!r} must be a ConfigMap key (letters, digits, '-', '_', '.')")
+        return value
+
+    @field_validator("dcgm_exporter")
+    @classmethod
+    def _csv(cls, value: str | None) -> str | None:
+        return check_metrics_csv(value) if value is not None else None
+
+
+class GpuStackConfig(ConfigModel):
+    """Everything needed to render the GPU operator's operands for one cluster."""
+
+    namespace: DnsLabel = "gpu-operator"
+    cluster: ClusterFacts = ClusterFacts()
+    agents: AgentsConfig = AgentsConfig()
+    nfd: NfdSpec = NfdSpec()
+    operator: ClusterPolicySpec = ClusterPolicySpec()
+    configs: OperandConfigs = OperandConfigs()

@@ -1,0 +1,88 @@
+"""One error for a bad config, listing every problem with the path of the offending key.
+
+A person fixing a config wants the whole list at once (`operator.devicePlugin.config.name: ...`), not one
+problem per run. Paths use the document's camelCase keys and `[i]` for list items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from pydantic import ValidationError
+
+__all__ = ["Problem", "ConfigError", "problems_from_validation_error", "format_path"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config: where (`path`) and what, with the fix where there is one."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ConfigError(ValueError):
+    """A config failed validation; `problems` lists every problem found."""
+
+    def __init__(self, problems: Sequence[Problem], source: str = "config") -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{count} problem{'s' if count != 1 else ''} in {source}:\n{lines}")
+
+
+def format_path(parts: Iterable[str | int]) -> str:
+    """`("operator", "env", 0, "name")` → `operator.env[0].name`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _message(error: dict) -> str:
+    kind, message = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key (check the spelling; keys are camelCase as in the ClusterPolicy CRD)"
+    if kind == "value_error":
+        return message.removeprefix("Value error, ")
+    if kind == "assertion_error":
+        return message.removeprefix("Assertion failed, ")
+    given = error.get("input")
+    if isinstance(given, (str, int, float, bool)) and kind not in ("missing",):
+        return f"{message} (got {given!r})"
+    return message
+
+
+def problems_from_validation_error(error: ValidationError, prefix: Sequence[str | int] = ()) -> list[Problem]:
+    """Turn pydantic's errors into Problems; union branches that pydantic tags onto the path are dropped."""
+    problems: list[Problem] = []
+    for item in error.errors():
+        loc = [part for part in item["loc"] if not _is_union_tag(part)]
+        problems.append(Problem(format_path([*prefix, *loc]), _message(item)))
+    return _deduplicate(problems)
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic tags union members into the location: 'literal['all']', 'int', 'tuple[...]', 'function-after[...]'
+    return isinstance(part, str) and ("[" in part or part in {"int", "str", "bool", "float"})
+
+
+def _deduplicate(problems: list[Problem]) -> list[Problem]:
+    seen: dict[str, list[Problem]] = {}
+    for problem in problems:
+        seen.setdefault(problem.path, []).append(problem)
+    out: list[Problem] = []
+    for path, group in seen.items():
+        if len(group) == 1:
+            out.extend(group)
+        else:
+            out.append(Problem(path, " or ".join(dict.fromkeys(p.message for p in group))))
+    return out

@@ -1,0 +1,44 @@
+"""Image references: NVIDIA's `ImagePath` rule, the driver OS suffix, and the agents image.
+
+* repository, image and version set: `repository/image:version`, or `repository/image@sha256:...` for a digest;
+* only image set: the image is a full reference and is used verbatim;
+* the driver, vGPU manager, GDS and GDRCopy images get `-<osTag>` appended to the tag (never to a digest).
+
+Operands that our agents implement use the agents image instead, unless configured `implementation: nvidia`.
+"""
+
+from __future__ import annotations
+
+from gpu_operator.config.clusterpolicy.common import ImageFields
+from gpu_operator.render.context import RenderContext
+
+__all__ = ["image_path", "operand_image", "pull_policy", "pull_secrets"]
+
+
+def image_path(spec: ImageFields, os_tag: str | None = None) -> str:
+    """Resolve an operand's image as NVIDIA does (see the module docstring)."""
+    if not spec.repository and not spec.version:
+        return spec.image
+    if spec.version.startswith("sha256:"):
+        return f"{spec.repository}/{spec.image}@{spec.version}"
+    suffix = f"-{os_tag}" if os_tag else ""
+    return f"{spec.repository}/{spec.image}:{spec.version}{suffix}"
+
+
+def operand_image(ctx: RenderContext, section: str, spec: ImageFields) -> str:
+    """The image of `section`'s main container: the agents image when our agent implements it."""
+    if ctx.uses_agent(section):
+        return ctx.config.agents.image.reference
+    return image_path(spec)
+
+
+def pull_policy(ctx: RenderContext, section: str, spec: ImageFields) -> str:
+    if ctx.uses_agent(section):
+        return ctx.config.agents.image.pull_policy
+    return spec.image_pull_policy
+
+
+def pull_secrets(ctx: RenderContext, section: str, spec: ImageFields) -> tuple[str, ...]:
+    if ctx.uses_agent(section):
+        return ctx.config.agents.image.pull_secrets
+    return spec.image_pull_secrets

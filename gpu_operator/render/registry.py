@@ -1,0 +1,83 @@
+"""The operands in NVIDIA's state order, and the render entry points.
+
+The order is the ClusterPolicy controller's fixed state order (pre-requisites, driver, toolkit, validation,
+device plugin, MPS, DCGM, DCGM exporter, GFD, MIG manager, node status exporter, then the sandbox operands).
+Within an operand, objects keep NVIDIA's file order (ServiceAccount → RBAC → ConfigMaps → Services → DaemonSet).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.k8s import Object
+
+__all__ = ["Operand", "OPERANDS", "RenderedOperand", "render_operands", "render"]
+
+#: Operand modules under gpu_operator.render.operands, in state order.
+_MODULES = (
+    "prerequisites",
+    "driver",
+    "container_toolkit",
+    "operator_validator",
+    "device_plugin",
+    "mps_control_daemon",
+    "dcgm",
+    "dcgm_exporter",
+    "gpu_feature_discovery",
+    "mig_manager",
+    "node_status_exporter",
+    "vgpu_manager",
+    "vgpu_device_manager",
+    "sandbox_validator",
+    "vfio_manager",
+    "sandbox_device_plugin",
+    "kata_sandbox_device_plugin",
+    "cc_manager",
+)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An operand: its short key, NVIDIA's state name, and its render function."""
+
+    key: str
+    state: str
+    render: Callable[[RenderContext], list[Object]]
+
+    @classmethod
+    def from_module(cls, module: ModuleType) -> "Operand":
+        return cls(key=module.KEY, state=module.STATE, render=module.render)
+
+
+def _load() -> tuple[Operand, ...]:
+    package = "gpu_operator.render.operands"
+    return tuple(Operand.from_module(importlib.import_module(f"{package}.{name}")) for name in _MODULES)
+
+
+OPERANDS: tuple[Operand, ...] = _load()
+
+
+@dataclass(frozen=True)
+class RenderedOperand:
+    """The objects of one operand, in apply order."""
+
+    key: str
+    state: str
+    objects: tuple[Object, ...]
+
+
+def render_operands(config: GpuStackConfig) -> list[RenderedOperand]:
+    """Render every enabled operand; operands that render nothing are left out."""
+    ctx = RenderContext(config)
+    rendered = (RenderedOperand(op.key, op.state, tuple(op.render(ctx))) for op in OPERANDS)
+    return [r for r in rendered if r.objects]
+
+
+def render(config: GpuStackConfig) -> list[Object]:
+    """All objects of the stack, flattened in apply order."""
+    return [obj for operand in render_operands(config) for obj in operand.objects]

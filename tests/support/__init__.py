@@ -1,0 +1,1 @@
+"""Test helpers shared by the suite (schema validation, reference data, Pulumi mocks)."""
