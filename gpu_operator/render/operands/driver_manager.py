@@ -1,0 +1,79 @@
+"""The `k8s-driver-manager` init container that prepares a node before a driver (or vfio/vGPU) pod starts.
+
+It unloads an old driver, evicts or drains GPU pods when asked, and pauses the other operands through their
+`nvidia.com/gpu.deploy.*` labels meanwhile (see the reference's §9.2). The driver, vGPU manager and vfio
+manager DaemonSets all start with it; they differ only in whether GPU-pod eviction is on. Our agent implements
+the same program as `gpu-operator-agent driver-manager uninstall_driver`, reading the same env.
+"""
+
+from __future__ import annotations
+
+from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.images import image_path
+from gpu_operator.render.k8s import Object, env, env_field, mount, privileged
+from gpu_operator.render.operands.common import NODE_NAME
+from gpu_operator.render.transforms import merge_env
+
+__all__ = ["driver_manager_init", "driver_manager_volumes_needed", "pull_secrets_of", "SECTION"]
+
+#: The agent section name that selects our implementation or NVIDIA's.
+SECTION = "driverManager"
+
+
+def _command(ctx: RenderContext) -> tuple[list[str], list[str]]:
+    if ctx.uses_agent(SECTION):
+        return ctx.agent_command(SECTION), ["uninstall_driver"]
+    return ["driver-manager"], ["uninstall_driver"]
+
+
+def driver_manager_init(
+    ctx: RenderContext,
+    spec: DriverManagerSpec,
+    *,
+    gpu_pod_eviction: bool = True,
+    extra_env: list[Object] | None = None,
+) -> Object:
+    """The init container, with NVIDIA's default env, then `extra_env`, then the user's `manager.env`."""
+    command, args = _command(ctx)
+    uses_agent = ctx.uses_agent(SECTION)
+    container: Object = {
+        "name": "k8s-driver-manager",
+        "image": ctx.config.agents.image.reference if uses_agent else image_path(spec),
+        "imagePullPolicy": ctx.config.agents.image.pull_policy if uses_agent else spec.image_pull_policy,
+        "command": command,
+        "args": args,
+        "env": [
+            NODE_NAME,
+            env("NVIDIA_VISIBLE_DEVICES", "void"),
+            env("ENABLE_GPU_POD_EVICTION", gpu_pod_eviction),
+            env("ENABLE_AUTO_DRAIN", False),
+            env("DRAIN_USE_FORCE", False),
+            env("DRAIN_POD_SELECTOR_LABEL", ""),
+            env("DRAIN_TIMEOUT_SECONDS", "0s"),
+            env("DRAIN_DELETE_EMPTYDIR_DATA", False),
+            env_field("OPERATOR_NAMESPACE", "metadata.namespace"),
+        ],
+        "securityContext": privileged(),
+        "volumeMounts": [
+            mount("run-nvidia", "/run/nvidia", propagation="Bidirectional"),
+            mount("host-root", "/host", read_only=True, propagation="HostToContainer"),
+            mount("host-sys", "/sys"),
+            mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
+        ],
+    }
+    merge_env(container, extra_env or [])
+    merge_env(container, spec.env)
+    return container
+
+
+def driver_manager_volumes_needed() -> tuple[str, ...]:
+    """Volume names the init container mounts; the pod must define them."""
+    return ("run-nvidia", "host-root", "host-sys", "run-mellanox-drivers")
+
+
+def pull_secrets_of(ctx: RenderContext, spec: DriverManagerSpec) -> tuple[str, ...]:
+    """Pull secrets the pod needs for this init container's image."""
+    if ctx.uses_agent(SECTION):
+        return ctx.config.agents.image.pull_secrets
+    return spec.image_pull_secrets
