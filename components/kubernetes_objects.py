@@ -1,0 +1,64 @@
+"""Registering rendered Kubernetes objects (plain dicts) as pulumi_kubernetes resources.
+
+Each built-in kind maps to its typed resource class, so `pulumi preview` shows a typed diff and policies see the
+usual type tokens (`kubernetes:apps/v1:DaemonSet`); custom resources (ServiceMonitor, NodeFeatureRule, ...) go
+through `apiextensions.CustomResource`. The object's top-level fields become constructor arguments; nested
+values keep the API's camelCase, which the provider accepts as-is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+__all__ = ["register_object", "resource_class", "logical_name"]
+
+ResourceClass = Callable[..., pulumi.CustomResource]
+
+_KINDS: dict[tuple[str, str], ResourceClass] = {
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("node.k8s.io/v1", "RuntimeClass"): k8s.node.v1.RuntimeClass,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
+}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def resource_class(obj: Mapping[str, Any]) -> ResourceClass | None:
+    """The typed pulumi_kubernetes class for a built-in object, or None for a custom resource."""
+    return _KINDS.get((obj["apiVersion"], obj["kind"]))
+
+
+def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
+    """A Pulumi name unique within a stack: `<prefix>-<kind>-<name>` (namespaced objects add the namespace)."""
+    meta = obj["metadata"]
+    namespace = f"{meta['namespace']}-" if "namespace" in meta else ""
+    return f"{prefix}-{obj['kind'].lower()}-{namespace}{meta['name']}"
+
+
+def register_object(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """Create the Pulumi resource for one rendered object."""
+    name = logical_name(prefix, obj)
+    fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    cls = resource_class(obj)
+    if cls is None:
+        return k8s.apiextensions.CustomResource(
+            name, api_version=obj["apiVersion"], kind=obj["kind"], opts=opts, **fields
+        )
+    return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})

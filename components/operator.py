@@ -1,0 +1,97 @@
+"""`GpuOperator`: every operand of NVIDIA's GPU operator as Pulumi resources, in NVIDIA's state order.
+
+Instead of a ClusterPolicy reconciled by an in-cluster controller, the operands are rendered from the config and
+registered directly: `pulumi preview` shows every DaemonSet, RBAC rule and ConfigMap before anything changes.
+One child component per operand (`GpuOperand`), each depending on the one before, as the operator's states do.
+The config is validated completely before anything is registered: a bad config creates nothing.
+
+DaemonSets are annotated `pulumi.com/skipAwait` by default: a driver build or a MIG reconfiguration routinely takes
+longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing. Set `wait_for_daemonsets` to make
+`pulumi up` wait for rollouts instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_operator.components.operand import GpuOperand
+from gpu_operator.config import GpuStackConfig, parse_config
+from gpu_operator.render import render_operands
+from gpu_operator.render.registry import RenderedOperand
+from gpu_operator.render.workload_facts import deploy_node_labels, gpu_resource_names, runtime_class_name
+
+__all__ = ["GpuOperator", "GpuOperatorArgs", "TOKEN"]
+
+TOKEN = "gpu-operator:index:GpuOperator"
+_SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+class GpuOperatorArgs(TypedDict):
+    """Inputs of a GpuOperator."""
+
+    provider: k8s.Provider
+    """The Kubernetes provider of the target cluster; every object uses it (never an ambient kubeconfig)."""
+    config: NotRequired[GpuStackConfig | Mapping[str, Any]]
+    """The config document (default: the upstream chart's defaults)."""
+    wait_for_daemonsets: NotRequired[bool]
+    """Wait for DaemonSet rollouts during `pulumi up` (default false)."""
+
+
+def _with_skip_await(operand: RenderedOperand) -> list[dict[str, Any]]:
+    objects = []
+    for obj in operand.objects:
+        if obj["kind"] == "DaemonSet":
+            obj = copy.deepcopy(obj)
+            obj["metadata"].setdefault("annotations", {}).update(_SKIP_AWAIT)
+        objects.append(obj)
+    return objects
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The GPU operator's operands for one cluster."""
+
+    namespace: pulumi.Output[str]
+    """Namespace of the namespaced operand objects."""
+    gpu_resource_names: pulumi.Output[list[str]]
+    """Extended resources workloads request (`nvidia.com/gpu`, shared and MIG names where the config fixes them)."""
+    node_selector_labels: pulumi.Output[dict[str, str]]
+    """Node labels the operands select on; GPU nodes must carry them."""
+    runtime_class_name: pulumi.Output[str | None]
+    """RuntimeClass that GPU pods use (None with the NRI plugin)."""
+    daemonset_names: pulumi.Output[list[str]]
+    """Names of the operand DaemonSets, in state order."""
+    operands: dict[str, GpuOperand]
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        config = parse_config(args.get("config"))
+        rendered = render_operands(config)
+        super().__init__(TOKEN, name, {}, opts)
+        wait = args.get("wait_for_daemonsets", False)
+        self.operands = {}
+        previous: GpuOperand | None = None
+        for operand in rendered:
+            objects = list(operand.objects) if wait else _with_skip_await(operand)
+            previous = self.operands[operand.key] = GpuOperand(
+                f"{name}-{operand.key}",
+                {"state": operand.state, "objects": objects, "provider": args["provider"]},
+                pulumi.ResourceOptions(parent=self, depends_on=[previous] if previous else None),
+            )
+        all_objects = [obj for operand in rendered for obj in operand.objects]
+        self.namespace = pulumi.Output.from_input(config.namespace)
+        self.gpu_resource_names = pulumi.Output.from_input(gpu_resource_names(config))
+        self.node_selector_labels = pulumi.Output.from_input(deploy_node_labels(all_objects))
+        self.runtime_class_name = pulumi.Output.from_input(runtime_class_name(config))
+        self.daemonset_names = pulumi.Output.from_input(
+            [o["metadata"]["name"] for o in all_objects if o["kind"] == "DaemonSet"]
+        )
+        self.register_outputs({
+            "namespace": self.namespace,
+            "gpuResourceNames": self.gpu_resource_names,
+            "nodeSelectorLabels": self.node_selector_labels,
+            "runtimeClassName": self.runtime_class_name,
+            "daemonsetNames": self.daemonset_names,
+        })
