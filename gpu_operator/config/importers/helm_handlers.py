@@ -1,0 +1,152 @@
+"""Helm values the chart does more with than copy into the ClusterPolicy.
+
+* `devicePlugin.config`, `migManager.config`, `dcgmExporter.config` — `name` (and `default`) go into the
+  ClusterPolicy; with `create: true` the chart also creates that ConfigMap from `data`. Our document keeps the
+  name in `operator` and the contents in `configs` (parsed: device-plugin configs and the MIG config are YAML text
+  in `data`, the metrics list is CSV text).
+* `cdi.nriPluginEnabled` — written only when CDI is enabled, and the chart refuses it without CDI or the toolkit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import yaml
+
+from gpu_operator.config.importers.helm_rules import Handle, Translation
+from gpu_operator.config.importers.paths import is_empty
+
+__all__ = ["DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN"]
+
+#: the only key of the MIG ConfigMap that mig-manager reads
+MIG_CONFIG_KEY = "config.yaml"
+
+
+def _known_keys(t: Translation, path: str, value: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    for key in value:
+        if key not in known:
+            t.problem(f"{path}.{key}", f"unknown key; this block takes {', '.join(known)}")
+
+
+def _yaml_text(t: Translation, path: str, text: Any) -> Any:
+    """YAML text (the form `data` values take) parsed, a mapping as it is; None (and a problem) when unreadable."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        t.problem(path, f"not valid YAML{where}: {getattr(error, 'problem', None) or error}")
+        return None
+
+
+def _create_contents(t: Translation, path: str, config: Mapping[str, Any], *, data_required: bool) -> bool:
+    """Check `create`/`name`/`data` together; True when the chart would create the ConfigMap from `data`."""
+    create, name, data = bool(config.get("create")), config.get("name") or "", config.get("data")
+    if create and not name:
+        t.problem(f"{path}.name", "required with create: true; it names the ConfigMap the chart creates")
+    if create and is_empty(data) and data_required:
+        t.problem(f"{path}.data", "required with create: true; list the contents of the ConfigMap to create")
+    if not create and not is_empty(data):
+        t.problem(
+            f"{path}.data",
+            "only used with create: true (the chart ignores it otherwise); set create: true to create the "
+            "ConfigMap from data, or remove data to use the existing ConfigMap named by name",
+        )
+    return create and bool(name) and not is_empty(data)
+
+
+def _device_plugin_config(t: Translation, path: str, config: Any) -> None:
+    if not _is_block(t, path, config):
+        return
+    _known_keys(t, path, config, ("create", "name", "default", "data"))
+    name, default = config.get("name") or "", config.get("default") or ""
+    if default and not name:
+        t.problem(f"{path}.default", "only takes effect with config.name; the chart leaves the config out without it")
+    if name:
+        t.write("operator.devicePlugin.config", {"name": str(name), "default": str(default)})
+    if not _create_contents(t, path, config, data_required=True):
+        return
+    data = config["data"]
+    if not isinstance(data, Mapping):
+        t.problem(f"{path}.data", "must map config names to device-plugin configs (YAML text)")
+        return
+    parsed = {str(key): _yaml_text(t, f"{path}.data.{key}", text) for key, text in data.items()}
+    t.write("configs.devicePlugin", {key: contents for key, contents in parsed.items() if contents is not None})
+
+
+def _mig_manager_config(t: Translation, path: str, config: Any) -> None:
+    if not _is_block(t, path, config):
+        return
+    _known_keys(t, path, config, ("create", "name", "default", "data"))
+    name = config.get("name") or ""
+    block: dict[str, Any] = {"default": str(t.value(f"{path}.default", "operator.migManager.config.default"))}
+    if name:
+        block["name"] = str(name)
+    t.write("operator.migManager.config", block)
+    # the chart skips the ConfigMap when data is empty, so create: true without data names an existing one
+    if not _create_contents(t, path, config, data_required=False):
+        return
+    data = config["data"]
+    if not isinstance(data, Mapping) or set(data) != {MIG_CONFIG_KEY}:
+        t.problem(f"{path}.data", f"must hold one key, {MIG_CONFIG_KEY}, with the mig-parted config as YAML text")
+        return
+    contents = _yaml_text(t, f"{path}.data.{MIG_CONFIG_KEY}", data[MIG_CONFIG_KEY])
+    if contents is not None:
+        t.write("configs.migManager", contents)
+
+
+def _dcgm_exporter_config(t: Translation, path: str, config: Any) -> None:
+    if not _is_block(t, path, config):
+        return
+    _known_keys(t, path, config, ("create", "name", "data"))
+    if config.get("name"):
+        t.write("operator.dcgmExporter.config", {"name": str(config["name"])})
+    if not _create_contents(t, path, config, data_required=True):
+        return
+    if not isinstance(config["data"], str):
+        t.problem(f"{path}.data", "must be the metrics CSV as text: one 'DCGM_FI_<FIELD>, <type>, <help>' per line")
+        return
+    t.write("configs.dcgmExporter", config["data"])
+
+
+def _nri_plugin(t: Translation, path: str, enabled: Any) -> None:
+    if is_empty(enabled):
+        return
+    cdi = t.value("cdi.enabled", "operator.cdi.enabled")
+    toolkit = t.value("toolkit.enabled", "operator.toolkit.enabled")
+    if not cdi:
+        t.problem(path, "the chart refuses the NRI plugin when cdi.enabled is false; enable CDI or turn this off")
+    if not toolkit:
+        t.problem(path, "the chart refuses the NRI plugin when toolkit.enabled is false; enable the toolkit or turn "
+                        "this off")
+    if cdi and toolkit:
+        t.write("operator.cdi.nriPluginEnabled", bool(enabled))
+
+
+def _is_block(t: Translation, path: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, Mapping):
+        t.problem(path, f"must be a mapping, got {type(value).__name__}")
+        return False
+    return True
+
+
+DEVICE_PLUGIN_CONFIG = Handle(
+    _device_plugin_config,
+    (("operator.devicePlugin.config", "devicePlugin.config"), ("configs.devicePlugin", "devicePlugin.config.data")),
+)
+MIG_MANAGER_CONFIG = Handle(
+    _mig_manager_config,
+    (
+        ("operator.migManager.config", "migManager.config"),
+        ("configs.migManager", f"migManager.config.data.{MIG_CONFIG_KEY}"),
+    ),
+)
+DCGM_EXPORTER_CONFIG = Handle(
+    _dcgm_exporter_config,
+    (("operator.dcgmExporter.config", "dcgmExporter.config"), ("configs.dcgmExporter", "dcgmExporter.config.data")),
+)
+NRI_PLUGIN = Handle(_nri_plugin, (("operator.cdi.nriPluginEnabled", "cdi.nriPluginEnabled"),))

@@ -1,0 +1,277 @@
+"""Every key of the GPU Operator v26.7.0 chart's values, with its rule (see :mod:`.helm_rules`).
+
+The mapping facts come from the chart's `templates/clusterpolicy.yaml`: which values land in which ClusterPolicy
+field, what the template writes only when non-empty (`if`), always, with a `default`, or quoted. Renames:
+`driver.upgradePolicy.gpuPodDeletion` → `podDeletion`, `driver.nvidiaDriverCRD.enabled` → `useNvidiaDriverCRD`.
+The validator and node status exporter versions default to the chart's appVersion.
+
+Deliberate differences from the template:
+
+* `repository`, `image` and `version` are copied even when empty: the template drops an empty part and NVIDIA then
+  builds a broken image reference, while our model reports the incomplete reference at the key that caused it.
+* `daemonsets.labels` does not receive the chart's own `helm.sh/chart` and `app.kubernetes.io/managed-by` labels:
+  they describe a Helm release, and these objects are not one.
+
+Ignored keys (accepted, no effect here) and why:
+
+* `operator.{repository, image, version, imagePullPolicy, imagePullSecrets, env, resources, priorityClassName,
+  nodeSelector, tolerations, affinity, annotations, labels, logging}` — shape NVIDIA's operator Deployment and
+  the chart's own objects; Pulumi renders the operands instead.
+* `operator.upgradeCRD`, `operator.cleanupCRD` — Helm hook Jobs that manage the chart's CRDs.
+* `operator.defaultGPUMode` — not a ClusterPolicy field in v26.7.0 (the API server drops it).
+* `driver.nvidiaDriverCRD.{deployDefaultCR, driverType, nodeSelector}` — only shape NVIDIADriver resources, which
+  this package does not render.
+* `driver.useOpenKernelModules` — a deprecated no-op upstream; `driver.kernelModuleType` decides.
+* `psp` — PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it.
+* `draDriver` (except `gpus.enabled`) — configures the GPUCluster (DRA) stack, only deployed with
+  `gpuCluster.deployCR`.
+* `node-feature-discovery` — values of the NFD subchart; `nfd.enabled` and `nfd.nodefeaturerules` are mapped.
+* `nameOverride`, `fullnameOverride` — names of the chart's own objects.
+
+Rejected values: `platform.openshift: true`, `clusterPolicy.deployCR: false`, `gpuCluster.deployCR: true`,
+`draDriver.gpus.enabled: true`, a non-empty `extraObjects`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from gpu_operator import UPSTREAM_OPERATOR_VERSION
+from gpu_operator.config.importers.helm_handlers import (
+    DCGM_EXPORTER_CONFIG,
+    DEVICE_PLUGIN_CONFIG,
+    MIG_MANAGER_CONFIG,
+    NRI_PLUGIN,
+)
+from gpu_operator.config.importers.helm_rules import Copy, Handle, Ignore, Reject, Rule
+from gpu_operator.config.importers.paths import MISSING, is_empty
+
+__all__ = ["HELM_RULES", "HELM_RENAMES", "ignored_keys"]
+
+_DEPLOYMENT = Ignore("shapes NVIDIA's operator Deployment; Pulumi renders the operands instead")
+
+
+def _image(section: str, base: str, version_default: Any = MISSING) -> dict[str, Rule]:
+    return {
+        f"{section}.repository": Copy(f"{base}.repository", "always"),
+        f"{section}.image": Copy(f"{base}.image", "always"),
+        f"{section}.version": Copy(f"{base}.version", "always", default=version_default, quote=True),
+        f"{section}.imagePullPolicy": Copy(f"{base}.imagePullPolicy"),
+    }
+
+
+def _copied(section: str, base: str, *keys: str) -> dict[str, Rule]:
+    """Keys the template copies, when non-empty, under the same name."""
+    return {f"{section}.{key}": Copy(f"{base}.{key}") for key in keys}
+
+
+def _operand(
+    section: str,
+    *,
+    enabled: Literal["always", "set"] | None = "always",
+    enabled_default: Any = MISSING,
+    version_default: Any = MISSING,
+    container_only: bool = False,
+) -> dict[str, Rule]:
+    """The fields the template writes for every operand section (`operator.<section>` in our document)."""
+    base = f"operator.{section}"
+    rules = {**_image(section, base, version_default), **_copied(section, base, "imagePullSecrets", "env", "args")}
+    if not container_only:
+        rules.update(_copied(section, base, "resources", "hostNetwork"))
+    if enabled is not None:
+        rules[f"{section}.enabled"] = Copy(f"{base}.enabled", enabled, default=enabled_default)
+    return rules
+
+
+def _driver_manager(section: str, key: str) -> dict[str, Rule]:
+    base = f"operator.{section}.{key}"
+    return {**_image(f"{section}.{key}", base), **_copied(f"{section}.{key}", base, "env")}
+
+
+def _upgrade_policy() -> dict[str, Rule]:
+    values, ours = "driver.upgradePolicy", "operator.driver.upgradePolicy"
+    always = {
+        "autoUpgrade": ("autoUpgrade", False),
+        "maxParallelUpgrades": ("maxParallelUpgrades", 0),
+        "maxUnavailable": ("maxUnavailable", "25%"),
+        "waitForCompletion.timeoutSeconds": ("waitForCompletion.timeoutSeconds", MISSING),
+        "gpuPodDeletion.force": ("podDeletion.force", False),
+        "gpuPodDeletion.timeoutSeconds": ("podDeletion.timeoutSeconds", MISSING),
+        "gpuPodDeletion.deleteEmptyDir": ("podDeletion.deleteEmptyDir", False),
+        "drain.enable": ("drain.enable", False),
+        "drain.force": ("drain.force", False),
+        "drain.timeoutSeconds": ("drain.timeoutSeconds", MISSING),
+        "drain.deleteEmptyDir": ("drain.deleteEmptyDir", False),
+    }
+    rules: dict[str, Rule] = {
+        f"{values}.{key}": Copy(f"{ours}.{target}", "always", default=default)
+        for key, (target, default) in always.items()
+    }
+    rules.update(_copied(values, ours, "waitForCompletion.podSelector", "drain.podSelector"))
+    return rules
+
+
+_DRIVER: dict[str, Rule] = {
+    **_operand("driver"),
+    "driver.nvidiaDriverCRD.enabled": Copy("operator.driver.useNvidiaDriverCRD", "always"),
+    "driver.nvidiaDriverCRD.deployDefaultCR": Ignore("only shapes NVIDIADriver resources, not rendered here"),
+    "driver.nvidiaDriverCRD.driverType": Ignore("only shapes NVIDIADriver resources, not rendered here"),
+    "driver.nvidiaDriverCRD.nodeSelector": Ignore("only shapes NVIDIADriver resources, not rendered here"),
+    "driver.useOpenKernelModules": Ignore("deprecated no-op upstream; driver.kernelModuleType decides"),
+    "driver.kernelModuleType": Copy("operator.driver.kernelModuleType", "always"),
+    "driver.usePrecompiled": Copy("operator.driver.usePrecompiled", "always"),
+    "driver.rdma.enabled": Copy("operator.driver.rdma.enabled", "always"),
+    "driver.rdma.useHostMofed": Copy("operator.driver.rdma.useHostMofed", "always"),
+    **_copied(
+        "driver", "operator.driver", "startupProbe", "livenessProbe", "readinessProbe", "repoConfig", "certConfig",
+        "licensingConfig", "virtualTopology", "kernelModuleConfig", "secretEnv",
+    ),
+    **_driver_manager("driver", "manager"),
+    **_upgrade_policy(),
+}
+
+_VALIDATOR: dict[str, Rule] = {
+    **_operand("validator", enabled=None, version_default=UPSTREAM_OPERATOR_VERSION),
+    **{
+        f"validator.{check}.env": Copy(f"operator.validator.{check}.env")
+        for check in ("plugin", "cuda", "driver", "toolkit", "vfioPCI", "vgpuManager", "vgpuDevices")
+    },
+}
+
+_DCGM_EXPORTER: dict[str, Rule] = {
+    **_operand("dcgmExporter"),
+    **_copied(
+        "dcgmExporter", "operator.dcgmExporter", "annotations", "serviceMonitor", "service", "hostPID", "hpcJobMapping",
+        "enablePodLabels", "enablePodUID", "podLabelAllowlistRegex",
+    ),
+    "dcgmExporter.config": DCGM_EXPORTER_CONFIG,
+}
+
+_OPERANDS: dict[str, Rule] = {
+    **_DRIVER,
+    **_VALIDATOR,
+    **_DCGM_EXPORTER,
+    **_operand("toolkit"),
+    **_copied("toolkit", "operator.toolkit", "installDir"),
+    **_operand("devicePlugin"),
+    "devicePlugin.config": DEVICE_PLUGIN_CONFIG,
+    "devicePlugin.mps.root": Copy("operator.devicePlugin.mps.root"),
+    **_operand("dcgm"),
+    **_operand("gfd"),
+    **_operand("migManager"),
+    "migManager.config": MIG_MANAGER_CONFIG,
+    **_copied("migManager", "operator.migManager", "gpuClientsConfig"),
+    **_operand("nodeStatusExporter", version_default=UPSTREAM_OPERATOR_VERSION),
+    **_operand("gds", container_only=True),
+    **_operand("gdrcopy", enabled_default=False, container_only=True),
+    **_operand("vgpuManager"),
+    **_copied("vgpuManager", "operator.vgpuManager", "kernelModuleConfig"),
+    **_driver_manager("vgpuManager", "driverManager"),
+    **_operand("vgpuDeviceManager"),
+    **_copied("vgpuDeviceManager", "operator.vgpuDeviceManager", "config"),
+    **_operand("vfioManager"),
+    **_driver_manager("vfioManager", "driverManager"),
+    **_operand("kataManager"),
+    **_copied("kataManager", "operator.kataManager", "config"),
+    # both are written only when set, so false leaves them to the CR default (off)
+    **_operand("sandboxDevicePlugin", enabled="set"),
+    **_operand("kataSandboxDevicePlugin", enabled="set"),
+    **_operand("ccManager"),
+    "ccManager.defaultMode": Copy("operator.ccManager.defaultMode", "always", quote=True),
+}
+
+_CLUSTER_WIDE: dict[str, Rule] = {
+    "platform.openshift": Reject(
+        is_empty, "OpenShift is not supported by this package (no SCCs, no Driver Toolkit); set false, or deploy "
+        "NVIDIA's operator from OperatorHub on OpenShift",
+    ),
+    "nfd.enabled": Copy("nfd.enabled", "always"),
+    "nfd.nodefeaturerules": Copy("nfd.nodefeaturerules", "always"),
+    "psa.enabled": Copy("operator.psa.enabled", "always"),
+    "psp": Ignore("PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it"),
+    "cdi.enabled": Copy("operator.cdi.enabled", "always"),
+    "cdi.default": Copy("operator.cdi.default"),
+    "cdi.nriPluginEnabled": NRI_PLUGIN,
+    "sandboxWorkloads.enabled": Copy("operator.sandboxWorkloads.enabled", "always"),
+    "sandboxWorkloads.defaultWorkload": Copy("operator.sandboxWorkloads.defaultWorkload"),
+    "sandboxWorkloads.mode": Copy("operator.sandboxWorkloads.mode", quote=True),
+    "hostPaths.rootFS": Copy("operator.hostPaths.rootFS", "always"),
+    "hostPaths.driverInstallDir": Copy("operator.hostPaths.driverInstallDir", "always"),
+    "hostPaths.kubeletRootDir": Copy("operator.hostPaths.kubeletRootDir"),
+    **_copied(
+        "daemonsets", "operator.daemonsets", "labels", "annotations", "tolerations", "priorityClassName",
+        "updateStrategy",
+    ),
+    "daemonsets.rollingUpdate.maxUnavailable": Copy(
+        "operator.daemonsets.rollingUpdate.maxUnavailable", "always", quote=True
+    ),
+    "mig.strategy": Copy("operator.mig.strategy"),
+    **_copied("operator", "operator.operator", "runtimeClass", "defaultRuntime", "use_ocp_driver_toolkit"),
+    **{
+        f"operator.initContainer.{key}": Copy(f"operator.operator.initContainer.{key}", quote=key == "version")
+        for key in ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets")
+    },
+    "operator.metrics.serviceMonitor": Copy("operator.operator.metrics.serviceMonitor"),
+    **{
+        f"operator.{key}": _DEPLOYMENT
+        for key in (
+            "repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "env", "resources",
+            "priorityClassName", "nodeSelector", "tolerations", "affinity", "annotations", "labels", "logging",
+        )
+    },
+    "operator.upgradeCRD": Ignore("a Helm hook Job that updates the chart's CRDs; Pulumi manages CRDs as resources"),
+    "operator.cleanupCRD": Ignore("a Helm hook Job that deletes the chart's CRDs; Pulumi manages CRDs as resources"),
+    "operator.defaultGPUMode": Ignore("not a ClusterPolicy field in v26.7.0; the API server drops it"),
+    "clusterPolicy.deployCR": Reject(
+        lambda value: not is_empty(value),
+        "this package always deploys the ClusterPolicy's operands; remove the key (or set true)",
+    ),
+    "gpuCluster.deployCR": Reject(
+        is_empty, "the GPUCluster (DRA) stack is not rendered by this package, and the chart refuses it together with "
+        "clusterPolicy.deployCR; set false",
+    ),
+    "draDriver": Ignore("configures the GPUCluster (DRA) stack, only deployed with gpuCluster.deployCR"),
+    "draDriver.gpus.enabled": Reject(
+        is_empty, "the NVIDIA DRA driver is not rendered by this package, and the chart refuses it together with the "
+        "device plugin; set false",
+    ),
+    "extraObjects": Reject(
+        is_empty, "extra manifests templated by Helm are not rendered; declare them as resources in your Pulumi "
+        "program, and remove them here",
+    ),
+    "node-feature-discovery": Ignore("values of the NFD subchart; nfd.enabled and nfd.nodefeaturerules are mapped"),
+    "nameOverride": Ignore("names the chart's own objects"),
+    "fullnameOverride": Ignore("names the chart's own objects"),
+}
+
+#: Dotted values key → rule.
+HELM_RULES: dict[str, Rule] = {**_CLUSTER_WIDE, **_OPERANDS}
+
+
+def _pairs(target: str, key: str) -> list[tuple[str, str]]:
+    """The target/key pair and their parents for as long as both end in the same names."""
+    pairs = [(target, key)]
+    ours, theirs = target.split("."), key.split(".")
+    while len(ours) > 1 and len(theirs) > 1 and ours[-1] == theirs[-1]:
+        ours, theirs = ours[:-1], theirs[:-1]
+        pairs.append((".".join(ours), ".".join(theirs)))
+    return pairs
+
+
+def _renames() -> tuple[tuple[str, str], ...]:
+    """(document path, values key) pairs, so problems found in the document are reported under the values key."""
+    pairs: dict[str, str] = {}
+    for key, rule in HELM_RULES.items():
+        if isinstance(rule, Copy):
+            pairs.update(_pairs(rule.target, key))
+        elif isinstance(rule, Handle):
+            pairs.update(rule.targets)
+    return tuple(pairs.items())
+
+
+HELM_RENAMES = _renames()
+
+
+def ignored_keys() -> dict[str, str]:
+    """Values key → why the chart's value has no effect here."""
+    return {key: rule.reason for key, rule in HELM_RULES.items() if isinstance(rule, Ignore)}

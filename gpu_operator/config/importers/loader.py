@@ -1,0 +1,55 @@
+"""Read a file to import: a GPU Operator Helm values file or a ClusterPolicy manifest, told apart by content.
+
+A Kubernetes manifest names its `apiVersion` and `kind`; a values file never has those keys. A multi-document
+file (or a `kind: List`) is accepted when exactly one of its objects is a ClusterPolicy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_operator.config.errors import ConfigError, Problem
+from gpu_operator.config.importers.clusterpolicy_manifest import KIND, import_clusterpolicy
+from gpu_operator.config.importers.helm_values import import_helm_values
+
+__all__ = ["load_import", "is_manifest"]
+
+
+def is_manifest(data: Any) -> bool:
+    return isinstance(data, dict) and ("apiVersion" in data or "kind" in data)
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.YAMLError as error:
+        raise ConfigError([Problem("", f"not valid YAML: {error}")], str(path)) from None
+    listed = [item for d in documents if is_manifest(d) and d.get("kind") == "List" for item in d.get("items") or []]
+    return [d for d in documents if not (is_manifest(d) and d.get("kind") == "List")] + listed
+
+
+def _one(path: Path, documents: list[Any]) -> Any:
+    if len(documents) == 1:
+        return documents[0]
+    policies = [d for d in documents if is_manifest(d) and d.get("kind") == KIND]
+    if len(policies) == 1:
+        return policies[0]
+    found = f"{len(policies)} ClusterPolicy objects" if policies else f"{len(documents)} documents"
+    raise ConfigError(
+        [Problem("", f"expected one Helm values document or one ClusterPolicy manifest, found {found}")], str(path)
+    )
+
+
+def load_import(path: Path | str, namespace: str = "gpu-operator") -> dict[str, Any]:
+    """Our config document for a Helm values file or a ClusterPolicy manifest; ConfigError names the file."""
+    path = Path(path)
+    documents = _documents(path)
+    data = _one(path, documents) if documents else {}
+    importer = import_clusterpolicy if is_manifest(data) else import_helm_values
+    try:
+        return importer(data, namespace=namespace)
+    except ConfigError as error:
+        raise ConfigError(error.problems, f"{error.source} {path}") from None

@@ -1,0 +1,390 @@
+"""state-driver: the containerized NVIDIA driver, `nvidia-driver-daemonset`.
+
+The driver pod builds (or, with precompiled images, just loads) the kernel modules on the node and shares its
+root filesystem under `/run/nvidia/driver`. Its `k8s-driver-manager` init container first unloads an old driver
+and pauses the other operands; the startup probe (our script, ConfigMap `nvidia-driver-startup-probe`) then
+publishes `/run/nvidia/validations/.driver-ctr-ready`, which starts the validation chain of every other operand.
+Sidecars load the optional modules: `nvidia-peermem-ctr` (GPUDirect RDMA), `nvidia-fs-ctr` (GPUDirect Storage)
+and `nvidia-gdrcopy-ctr` (GDRCopy).
+
+NVIDIA's operator picks the image suffix (`-<osTag>`) from the OS of the first GPU node it finds; we render one
+DaemonSet per OS listed in `cluster.operatingSystems` instead. One OS gives NVIDIA's single
+`nvidia-driver-daemonset`; several give `nvidia-driver-daemonset-<osTag>`, each pinned to its OS by the NFD
+`system-os_release` labels, as NVIDIA's NVIDIADriver controller pins its OS pools. Precompiled drivers get one
+DaemonSet per (kernel, OS), named and selected as NVIDIA names and selects them.
+
+`DRIVER_CONFIG_DIGEST` (in the driver manager and the driver container) fingerprints what the pod installs, so
+both can keep a loaded driver when only something else changed (:mod:`.driver_digest` says what is hashed). The
+optional `driver` settings (licensing, topology, kernel module parameters, repositories, certificates, secret
+env, subscriptions) are added by :mod:`.driver_config_mounts`; OS pools and image tags come from
+:mod:`.driver_pools`.
+
+Differences from upstream, on purpose: no Role/RoleBinding (their only rule is `use` of OpenShift's `privileged`
+SCC), no `config.openshift.io` clusterversions rule, no OpenShift Driver Toolkit sidecar and no
+`OPENSHIFT_VERSION`/proxy env (OpenShift is not supported). The liveness and readiness probes, which NVIDIA's
+template does not define, run the startup-probe check when configured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+
+from gpu_operator.config.cluster import NodeOperatingSystem
+from gpu_operator.config.clusterpolicy.common import ContainerOperandSpec
+from gpu_operator.config.clusterpolicy.driver import ContainerProbe, DriverSpec
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.k8s import (
+    Object,
+    cluster_role,
+    cluster_role_binding,
+    config_map,
+    config_map_volume,
+    daemonset,
+    deploy_selector,
+    env,
+    env_field,
+    host_path,
+    mount,
+    privileged,
+    rule,
+    service_account,
+)
+from gpu_operator.render.operands.common import VALIDATIONS_DIR
+from gpu_operator.render.operands.driver_config_mounts import config_mounts
+from gpu_operator.render.operands.driver_digest import DIGEST_ENV, config_digest
+from gpu_operator.render.operands.driver_manager import driver_manager_init, pull_secrets_of
+from gpu_operator.render.operands.driver_pools import DriverPool, driver_image, driver_pools, os_image
+from gpu_operator.render.transforms import finalize_daemonset, merge_env
+
+__all__ = [
+    "STATE",
+    "KEY",
+    "NAME",
+    "DAEMONSET",
+    "MAIN_CONTAINER",
+    "STARTUP_PROBE_CONFIG_MAP",
+    "render",
+    "startup_probe_script",
+]
+
+STATE = "state-driver"
+KEY = "driver"
+#: ServiceAccount, ClusterRole and ClusterRoleBinding name.
+NAME = "nvidia-driver"
+DAEMONSET = "nvidia-driver-daemonset"
+COMPONENT = "nvidia-driver"
+MAIN_CONTAINER = "nvidia-driver-ctr"
+PEERMEM_CONTAINER = "nvidia-peermem-ctr"
+STARTUP_PROBE_CONFIG_MAP = "nvidia-driver-startup-probe"
+PRECOMPILED_LABEL = "nvidia.com/precompiled"
+
+_SCRIPT_PATH = "/usr/local/bin/startup-probe.sh"
+_SCRIPT_KEY = "startup-probe.sh"
+_DRIVER_ROOT = "/run/nvidia/driver"
+_SELINUX = {"seLinuxOptions": {"level": "s0"}}
+
+_RULES = [
+    rule([""], ["nodes"], ["get", "list", "patch", "update", "watch"]),
+    rule([""], ["pods"], ["get", "list", "watch"]),
+    rule([""], ["pods/eviction"], ["create"]),
+    rule(["apps"], ["daemonsets"], ["get"]),
+    rule(["resource.k8s.io"], ["resourceclaims"], ["get", "list"]),
+]
+_PROBE_FIELDS = {
+    "initial_delay_seconds": "initialDelaySeconds",
+    "timeout_seconds": "timeoutSeconds",
+    "period_seconds": "periodSeconds",
+    "success_threshold": "successThreshold",
+    "failure_threshold": "failureThreshold",
+}
+
+
+# --- the driver container ------------------------------------------------------------------------------
+
+
+def startup_probe_script() -> str:
+    """Our startup-probe script (package data), the content of ConfigMap `nvidia-driver-startup-probe`."""
+    return files("gpu_operator.render").joinpath("scripts", "driver-startup-probe.sh").read_text(encoding="utf-8")
+
+
+def _probe(action: Object, defaults: Object, configured: ContainerProbe | None) -> Object:
+    """A probe: `action`, the template's timings, then every timing the config sets."""
+    probe = {**action, **defaults}
+    if configured is not None:
+        for attribute, key in _PROBE_FIELDS.items():
+            value = getattr(configured, attribute)
+            if value is not None:
+                probe[key] = value
+    return probe
+
+
+def _exec(*command: str) -> Object:
+    return {"exec": {"command": list(command)}}
+
+
+def _probe_timings(initial: int, failure: int, success: int, period: int, timeout: int) -> Object:
+    return {
+        "initialDelaySeconds": initial,
+        "failureThreshold": failure,
+        "successThreshold": success,
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+    }
+
+
+def _driver_probes(spec: DriverSpec) -> Object:
+    """Startup probe always; liveness/readiness (running the same check) only when configured."""
+    check = _exec("sh", _SCRIPT_PATH)
+    probes = {"startupProbe": _probe(check, _probe_timings(60, 120, 1, 10, 60), spec.startup_probe)}
+    if spec.liveness_probe is not None:
+        probes["livenessProbe"] = _probe(check, {}, spec.liveness_probe)
+    if spec.readiness_probe is not None:
+        probes["readinessProbe"] = _probe(check, {}, spec.readiness_probe)
+    return probes
+
+
+def _feature_env(ctx: RenderContext) -> list[Object]:
+    """What the driver container must build and load, in NVIDIA's order."""
+    spec = ctx.spec.driver
+    flags = [
+        (True, "KERNEL_MODULE_TYPE", spec.kernel_module_type),
+        (spec.kernel_module_type == "open", "OPEN_KERNEL_MODULES_ENABLED", "true"),
+        (ctx.spec.gdrcopy.enabled, "GDRCOPY_ENABLED", "true"),
+        (ctx.spec.gds.enabled, "GDS_ENABLED", "true"),
+        (spec.rdma.enabled, "GPU_DIRECT_RDMA_ENABLED", "true"),
+        (spec.rdma.enabled and spec.rdma.use_host_mofed, "USE_HOST_MOFED", "true"),
+    ]
+    return [env(name, value) for wanted, name, value in flags if wanted]
+
+
+def _manager_env(spec: DriverSpec) -> list[Object]:
+    if not spec.rdma.enabled:
+        return []
+    return [env("GPU_DIRECT_RDMA_ENABLED", True), *([env("USE_HOST_MOFED", True)] if spec.rdma.use_host_mofed else [])]
+
+
+def _driver_container(ctx: RenderContext, image: str) -> Object:
+    spec = ctx.spec.driver
+    container: Object = {
+        "name": MAIN_CONTAINER,
+        "image": image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["nvidia-driver"],
+        "args": list(spec.args) or ["init"],
+        "env": [env_field("NODE_NAME", "spec.nodeName"), env_field("NODE_IP", "status.hostIP")],
+        "securityContext": privileged(**_SELINUX),
+        "volumeMounts": [
+            mount("run-nvidia", "/run/nvidia", propagation="Bidirectional"),
+            mount("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager"),
+            mount("run-nvidia-topologyd", "/run/nvidia-topologyd"),
+            mount("var-log", "/var/log"),
+            mount("dev-log", "/dev/log"),
+            mount("host-os-release", "/host-etc/os-release", read_only=True),
+            mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation="HostToContainer"),
+            mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
+            mount("host-sys-devices-system", "/sys/devices/system"),
+            mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+            mount("nv-firmware", "/lib/firmware"),
+            mount("driver-startup-probe-script", _SCRIPT_PATH, sub_path=_SCRIPT_KEY),
+        ],
+        **_driver_probes(spec),
+        "lifecycle": {"preStop": _exec(
+            "/bin/sh", "-c",
+            f"rm -f {VALIDATIONS_DIR}/.driver-ctr-ready {VALIDATIONS_DIR}/.driver-daemons-status",
+        )},
+    }
+    merge_env(container, _feature_env(ctx))
+    merge_env(container, spec.env)
+    return container
+
+
+# --- sidecars ------------------------------------------------------------------------------------------
+
+
+def _sidecar_mounts() -> list[Object]:
+    return [mount("var-log", "/var/log"), mount("dev-log", "/dev/log", read_only=True)]
+
+
+def _peermem_container(ctx: RenderContext, image: str) -> Object:
+    """`nvidia-peermem-ctr`: reloads nvidia-peermem whenever a MOFED reinstall unloads it."""
+    spec = ctx.spec.driver
+    check = _exec("sh", "-c", "nvidia-driver probe_nvidia_peermem")
+    container: Object = {
+        "name": PEERMEM_CONTAINER,
+        "image": image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["nvidia-driver"],
+        "args": ["reload_nvidia_peermem"],
+        "securityContext": privileged(**_SELINUX),
+        "volumeMounts": [
+            mount("run-nvidia", "/run/nvidia", propagation="Bidirectional"),
+            *_sidecar_mounts(),
+            mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation="HostToContainer"),
+        ],
+        "startupProbe": {**check, **_probe_timings(10, 120, 1, 10, 10)},
+        "livenessProbe": {**check, **_probe_timings(30, 1, 1, 30, 10)},
+    }
+    if spec.rdma.use_host_mofed:
+        merge_env(container, [env("USE_HOST_MOFED", True)])
+    return container
+
+
+@dataclass(frozen=True)
+class _ModuleSidecar:
+    """A sidecar that waits for the driver, then builds and loads one extra kernel module."""
+
+    name: str
+    section: str
+    installer: str
+    module: str
+
+
+_MODULE_SIDECARS = (
+    _ModuleSidecar("nvidia-fs-ctr", "gds", "nvidia-gds-driver", "nvidia_fs"),
+    _ModuleSidecar("nvidia-gdrcopy-ctr", "gdrcopy", "nvidia-gdrcopy-driver", "gdrdrv"),
+)
+
+
+def _module_sidecar(sidecar: _ModuleSidecar, spec: ContainerOperandSpec, os: NodeOperatingSystem) -> Object:
+    wait = (
+        f"until [ -d {_DRIVER_ROOT}/usr/src ] && lsmod | grep nvidia; "
+        f"do echo waiting for the nvidia driver to be installed; sleep 10; done; "
+        f"exec {sidecar.installer} install"
+    )
+    container: Object = {
+        "name": sidecar.name,
+        "image": os_image(spec, os),
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["bash", "-xc"],
+        "args": [wait],
+        "securityContext": privileged(**_SELINUX),
+        "volumeMounts": [mount("run-nvidia", "/run/nvidia", propagation="HostToContainer"), *_sidecar_mounts()],
+        "startupProbe": {**_exec("sh", "-c", f"lsmod | grep {sidecar.module}"), **_probe_timings(10, 120, 1, 10, 10)},
+    }
+    merge_env(container, spec.env)
+    return container
+
+
+def _enabled_module_sidecars(ctx: RenderContext) -> list[tuple[_ModuleSidecar, ContainerOperandSpec]]:
+    enabled = [(s, getattr(ctx.spec, s.section)) for s in _MODULE_SIDECARS if getattr(ctx.spec, s.section).enabled]
+    if enabled and ctx.spec.driver.use_precompiled:
+        raise ValueError(f"{enabled[0][0].section} is not supported with precompiled drivers (driver.usePrecompiled)")
+    return enabled
+
+
+# --- the DaemonSet -------------------------------------------------------------------------------------
+
+
+def _volumes(spec: DriverSpec) -> list[Object]:
+    host_mofed = spec.rdma.enabled and spec.rdma.use_host_mofed
+    return [
+        host_path("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
+        host_path("var-log", "/var/log"),
+        host_path("dev-log", "/dev/log"),
+        host_path("host-os-release", "/etc/os-release"),
+        host_path("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager", "DirectoryOrCreate"),
+        host_path("run-nvidia-topologyd", "/run/nvidia-topologyd", "DirectoryOrCreate"),
+        host_path("mlnx-ofed-usr-src", "/usr/src" if host_mofed else "/run/mellanox/drivers/usr/src", "DirectoryOrCreate"),
+        host_path("run-mellanox-drivers", "/run/mellanox/drivers", "DirectoryOrCreate"),
+        host_path("run-nvidia-validations", VALIDATIONS_DIR, "DirectoryOrCreate"),
+        host_path("host-root", "/"),
+        host_path("host-sys", "/sys", "Directory"),
+        host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+        host_path("host-sys-devices-system", "/sys/devices/system", "Directory"),
+        host_path("nv-firmware", f"{_DRIVER_ROOT}/lib/firmware", "DirectoryOrCreate"),
+        config_map_volume("driver-startup-probe-script", STARTUP_PROBE_CONFIG_MAP, default_mode=0o755),
+    ]
+
+
+def _anti_affinity() -> Object:
+    """Never two driver pods on one node, whichever DaemonSet they come from."""
+    term = {
+        "labelSelector": {"matchExpressions": [
+            {"key": "app.kubernetes.io/component", "operator": "In", "values": [COMPONENT]},
+        ]},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _pull_secrets(ctx: RenderContext, sidecars: list[tuple[_ModuleSidecar, ContainerOperandSpec]]) -> list[Object]:
+    spec = ctx.spec.driver
+    names = [*pull_secrets_of(ctx, spec.manager), *spec.image_pull_secrets]
+    for _, sidecar_spec in sidecars:
+        names += sidecar_spec.image_pull_secrets
+    return [{"name": name} for name in dict.fromkeys(names)]
+
+
+def _pod(ctx: RenderContext, pool: DriverPool) -> Object:
+    spec = ctx.spec.driver
+    image = driver_image(spec, pool)
+    module_sidecars = _enabled_module_sidecars(ctx)
+    containers = [
+        _driver_container(ctx, image),
+        *([_peermem_container(ctx, image)] if spec.rdma.enabled else []),
+        *(_module_sidecar(sidecar, sidecar_spec, pool.os) for sidecar, sidecar_spec in module_sidecars),
+    ]
+    pod: Object = {
+        "nodeSelector": {**deploy_selector("driver"), **pool.node_selector},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": _anti_affinity(),
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": NAME,
+        "hostPID": True,
+        "initContainers": [driver_manager_init(ctx, spec.manager, gpu_pod_eviction=True, extra_env=_manager_env(spec))],
+        "containers": containers,
+        "volumes": _volumes(spec),
+    }
+    secrets = _pull_secrets(ctx, module_sidecars)
+    if secrets:
+        pod["imagePullSecrets"] = secrets
+    config_mounts(
+        ctx,
+        pool.os,
+        precompiled=pool.precompiled,
+        main=MAIN_CONTAINER,
+        module_readers=[MAIN_CONTAINER, *([PEERMEM_CONTAINER] if spec.rdma.enabled else [])],
+        builders=[MAIN_CONTAINER, *(sidecar.name for sidecar, _ in module_sidecars)],
+    ).apply(pod)
+    digest = env(DIGEST_ENV, config_digest(pod, ctx.spec.host_paths.root_fs))
+    for container in (pod["initContainers"][0], containers[0]):
+        merge_env(container, [digest])
+    return pod
+
+
+def _daemonset(ctx: RenderContext, pool: DriverPool) -> Object:
+    labels = {
+        "app": DAEMONSET,
+        PRECOMPILED_LABEL: "true" if pool.precompiled else "false",
+        "app.kubernetes.io/component": COMPONENT,
+    }
+    ds = daemonset(
+        ctx,
+        pool.name,
+        labels=labels,
+        pod_spec=_pod(ctx, pool),
+        pod_annotations={"kubectl.kubernetes.io/default-container": MAIN_CONTAINER},
+    )
+    return finalize_daemonset(ctx, ds, section="driver", spec=ctx.spec.driver, main_container=MAIN_CONTAINER)
+
+
+def _startup_probe_config_map(ctx: RenderContext) -> Object:
+    labels = {"app": DAEMONSET, "app.kubernetes.io/component": COMPONENT}
+    return config_map(ctx, STARTUP_PROBE_CONFIG_MAP, {_SCRIPT_KEY: startup_probe_script()}, labels=labels)
+
+
+def _pools(ctx: RenderContext) -> list[DriverPool]:
+    return driver_pools(DAEMONSET, ctx.config.cluster.operating_systems, ctx.spec.driver.use_precompiled)
+
+
+def render(ctx: RenderContext) -> list[Object]:
+    if not ctx.spec.driver.enabled:
+        return []
+    return [
+        service_account(ctx, NAME),
+        cluster_role(NAME, _RULES),
+        cluster_role_binding(ctx, NAME),
+        _startup_probe_config_map(ctx),
+        *(_daemonset(ctx, pool) for pool in _pools(ctx)),
+    ]

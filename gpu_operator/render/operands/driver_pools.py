@@ -1,0 +1,124 @@
+"""Driver pools: which driver DaemonSets a cluster needs, and which image each one runs.
+
+A driver image is built for one OS (its tag ends in `-<osTag>`, e.g. `595.91.07-ubuntu22.04`), and a precompiled
+one for one kernel as well (`595.91.07-5.15.0-1074-azure-ubuntu22.04`). NVIDIA's ClusterPolicy controller
+renders one `nvidia-driver-daemonset` for the OS of the first GPU node it finds, or, with precompiled drivers,
+one `nvidia-driver-daemonset-<kernel>-<os>` per kernel, selected by NFD's `kernel-version.full` label. We know
+the node OSes from config, so each OS gets its pool: a single OS keeps NVIDIA's single DaemonSet, several OSes
+get `<name>-<osTag>` each, pinned with NFD's `system-os_release` labels the way NVIDIA's NVIDIADriver
+controller pins its OS pools (by `VERSION_ID.major` when the tag drops the minor version, as for rhel9).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from gpu_operator.config.cluster import NodeOperatingSystem
+from gpu_operator.config.clusterpolicy.common import ImageFields
+from gpu_operator.config.clusterpolicy.driver import DriverSpec
+from gpu_operator.render.images import image_path
+
+__all__ = [
+    "DriverPool",
+    "driver_pools",
+    "sanitized_kernel",
+    "os_selector",
+    "with_os_tag",
+    "driver_image",
+    "os_image",
+    "NFD_OS_ID",
+    "NFD_OS_VERSION",
+    "NFD_OS_MAJOR",
+    "NFD_KERNEL",
+]
+
+NFD_OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
+NFD_OS_VERSION = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+NFD_OS_MAJOR = "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+NFD_KERNEL = "feature.node.kubernetes.io/kernel-version.full"
+
+_ARCH = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+@dataclass(frozen=True)
+class DriverPool:
+    """The nodes one driver DaemonSet serves: one OS, and one kernel with precompiled drivers."""
+
+    name: str
+    os: NodeOperatingSystem
+    kernel: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def precompiled(self) -> bool:
+        return self.kernel is not None
+
+
+def sanitized_kernel(kernel: str) -> str:
+    """NVIDIA's kernel-version form for object names: no arch suffix, '_' → '.', no trailing '.', lower case."""
+    version = _ARCH.sub("", kernel).replace("_", ".")
+    return version.removesuffix(".").lower()
+
+
+def os_selector(os: NodeOperatingSystem) -> dict[str, str]:
+    """NFD labels of one OS; a tag without the minor version (rhel9) matches every minor release."""
+    if os.tag == f"{os.id}{os.version_id}":
+        return {NFD_OS_ID: os.id, NFD_OS_VERSION: os.version_id}
+    return {NFD_OS_ID: os.id, NFD_OS_MAJOR: os.version_id.split(".")[0]}
+
+
+def _precompiled_pools(base_name: str, systems: Iterable[NodeOperatingSystem]) -> list[DriverPool]:
+    pools: list[DriverPool] = []
+    owner: dict[str, str] = {}
+    for os in systems:
+        for kernel in os.kernel_versions:
+            if kernel in owner:
+                raise ValueError(f"kernel {kernel} is listed for both {owner[kernel]} and {os.tag}")
+            owner[kernel] = os.tag
+            pools.append(DriverPool(f"{base_name}-{sanitized_kernel(kernel)}-{os.tag}", os, kernel, {NFD_KERNEL: kernel}))
+    return pools
+
+
+def _check(pool: DriverPool) -> DriverPool:
+    if len(pool.name) > 253 or not _DNS_SUBDOMAIN.match(pool.name):
+        raise ValueError(f"driver DaemonSet name {pool.name!r} is not a DNS-1123 subdomain; check the OS and kernel")
+    for key, value in pool.node_selector.items():
+        if len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise ValueError(f"{value!r} cannot be matched as the node label {key}")
+    return pool
+
+
+def driver_pools(base_name: str, systems: tuple[NodeOperatingSystem, ...], precompiled: bool) -> list[DriverPool]:
+    """The pools in config order: per (OS, kernel) when precompiled, else per OS (one OS: NVIDIA's single pool)."""
+    if precompiled:
+        pools = _precompiled_pools(base_name, systems)
+    elif len(systems) == 1:
+        pools = [DriverPool(base_name, systems[0])]
+    else:
+        pools = [DriverPool(f"{base_name}-{os.tag}", os, None, os_selector(os)) for os in systems]
+    return [_check(pool) for pool in pools]
+
+
+def with_os_tag(reference: str, os: NodeOperatingSystem) -> str:
+    """NVIDIA's rule for OS-specific images: `-<osTag>` after the reference, unless it names a digest."""
+    return reference if "sha256:" in reference else f"{reference}-{os.tag}"
+
+
+def os_image(spec: ImageFields, os: NodeOperatingSystem) -> str:
+    """An OS-specific sidecar image (GDS, GDRCopy)."""
+    return with_os_tag(image_path(spec), os)
+
+
+def driver_image(spec: DriverSpec, pool: DriverPool) -> str:
+    """The driver image of a pool; precompiled images carry the kernel before the OS tag."""
+    if pool.kernel is None:
+        return os_image(spec, pool.os)
+    if spec.version.startswith("sha256:"):
+        raise ValueError("precompiled driver images are tagged per kernel: set driver.version to a tag, not a digest")
+    if spec.repository or spec.version:
+        return with_os_tag(f"{spec.repository}/{spec.image}:{spec.version}-{pool.kernel}", pool.os)
+    return with_os_tag(f"{spec.image}-{pool.kernel}", pool.os)

@@ -1,0 +1,173 @@
+"""state-operator-validation: `nvidia-operator-validator`, the per-node proof that the GPU stack works.
+
+Its init containers run the validator's checks in order and leave a status file for each under
+`/run/nvidia/validations`, which the other operands wait on:
+
+1. `driver-validation` → `driver-ready` (a host driver or the driver container answers `nvidia-smi`);
+2. `toolkit-validation` → `toolkit-ready` (`nvidia-smi` works inside this container, started through the `nvidia`
+   runtime class, or with the NRI plugin through the CDI annotation on this container);
+3. `cuda-validation` → `cuda-ready` (a pod `nvidia-cuda-validator-*` pinned to the node runs CUDA's vectorAdd);
+4. `plugin-validation` → `plugin-ready` (the node advertises `nvidia.com/gpu` or `nvidia.com/mig-*`); left out
+   when the device plugin is disabled.
+
+The main container only sleeps; its preStop removes `*-ready`, so a restarted validator re-gates its dependents.
+The validator has no `enabled` switch: it is always rendered.
+
+`VALIDATOR_IMAGE` is the image of the CUDA workload pod that cuda-validation creates. It is always NVIDIA's
+validator image, also when our agent runs the checks, because only that image carries the CUDA vectorAdd sample.
+
+RBAC: the Role lets the checks create and clean up workload pods and read the validator DaemonSet; the ClusterRole
+lets them read Nodes (allocatable GPUs, labels). NVIDIA's ClusterRole also grants `nvidia.com`
+`clusterpolicies/finalizers` and `nvidiadrivers/finalizers`: the validator copies its DaemonSet's ownerReferences
+(a ClusterPolicy, with blockOwnerDeletion) onto the workload pods, which needs those finalizer rights. We create
+no ClusterPolicy and no ownerReferences, so those rules grant nothing here and are left out, as is the Role rule
+for OpenShift's SCC `privileged`.
+"""
+
+from __future__ import annotations
+
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.images import image_path, operand_image
+from gpu_operator.render.k8s import (
+    Object,
+    cluster_role,
+    cluster_role_binding,
+    daemonset,
+    deploy_selector,
+    env,
+    host_path,
+    mount,
+    privileged,
+    role,
+    role_binding,
+    rule,
+    service_account,
+)
+from gpu_operator.render.operands.common import NODE_NAME, SHELL, VALIDATIONS_DIR
+from gpu_operator.render.operands.driver_validation import (
+    OPERATOR_NAMESPACE,
+    SECTION,
+    driver_validation_init,
+    validator_program,
+)
+from gpu_operator.render.transforms import DEFAULT_DRIVER_INSTALL_DIR, finalize_daemonset, merge_env
+
+__all__ = ["STATE", "KEY", "NAME", "CONTAINER", "render"]
+
+STATE = "state-operator-validation"
+KEY = "operator_validator"
+NAME = "nvidia-operator-validator"
+CONTAINER = "nvidia-operator-validator"
+_LABELS = {"app": NAME, "app.kubernetes.io/part-of": "gpu-operator"}
+#: With the NRI plugin, the container that must see the GPUs gets the CDI device by annotation.
+_NRI_CDI_DEVICE = "management.nvidia.com/gpu=all"
+
+
+def _check(ctx: RenderContext, component: str, variables: list[Object]) -> Object:
+    """A validation init container running the check `component` with `variables` as env."""
+    return {
+        "name": f"{component}-validation",
+        "image": "",
+        **validator_program(ctx),
+        "env": variables,
+        "securityContext": privileged(),
+        "volumeMounts": [mount("run-nvidia-validations", VALIDATIONS_DIR, propagation="Bidirectional")],
+    }
+
+
+def _workload_env(ctx: RenderContext) -> list[Object]:
+    """What the cuda and plugin checks need to start a workload pod like this DaemonSet's pods."""
+    validator = ctx.spec.validator
+    variables = [
+        env("VALIDATOR_IMAGE", image_path(validator)),
+        env("VALIDATOR_IMAGE_PULL_POLICY", validator.image_pull_policy),
+    ]
+    if validator.image_pull_secrets:
+        variables.append(env("VALIDATOR_IMAGE_PULL_SECRETS", ",".join(validator.image_pull_secrets)))
+    if ctx.runtime_class is not None:
+        variables.append(env("VALIDATOR_RUNTIME_CLASS", ctx.runtime_class))
+    return variables
+
+
+def _toolkit_validation(ctx: RenderContext) -> Object:
+    container = _check(ctx, "toolkit", [
+        env("NVIDIA_VISIBLE_DEVICES", "all"), env("WITH_WAIT", False), env("COMPONENT", "toolkit"),
+    ])
+    merge_env(container, ctx.spec.validator.toolkit.env)
+    return container
+
+
+def _cuda_validation(ctx: RenderContext) -> Object:
+    container = _check(ctx, "cuda", [env("WITH_WAIT", False), env("COMPONENT", "cuda"), NODE_NAME, OPERATOR_NAMESPACE])
+    merge_env(container, _workload_env(ctx))
+    merge_env(container, ctx.spec.validator.cuda.env)
+    return container
+
+
+def _plugin_validation(ctx: RenderContext) -> Object:
+    container = _check(ctx, "plugin", [
+        env("COMPONENT", "plugin"),
+        env("WITH_WAIT", False),
+        env("WITH_WORKLOAD", False),
+        env("MIG_STRATEGY", ctx.mig_strategy),
+        NODE_NAME,
+        OPERATOR_NAMESPACE,
+    ])
+    merge_env(container, _workload_env(ctx))
+    merge_env(container, ctx.spec.validator.plugin.env)
+    return container
+
+
+def _init_containers(ctx: RenderContext) -> list[Object]:
+    checks = [driver_validation_init(ctx), _toolkit_validation(ctx), _cuda_validation(ctx)]
+    if ctx.spec.device_plugin.enabled:
+        checks.append(_plugin_validation(ctx))
+    return checks
+
+
+def _main_container(ctx: RenderContext) -> Object:
+    return {
+        "name": CONTAINER,
+        "image": operand_image(ctx, SECTION, ctx.spec.validator),
+        "command": SHELL,
+        "args": ["echo all validations are successful; sleep infinity"],
+        "securityContext": privileged(runAsUser=0),
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"rm -f {VALIDATIONS_DIR}/*-ready"]}}},
+        "volumeMounts": [mount("run-nvidia-validations", VALIDATIONS_DIR, propagation="Bidirectional")],
+    }
+
+
+def _daemonset(ctx: RenderContext) -> Object:
+    pod: Object = {
+        "nodeSelector": deploy_selector("operator-validator"),
+        "serviceAccountName": NAME,
+        "initContainers": _init_containers(ctx),
+        "containers": [_main_container(ctx)],
+        "volumes": [
+            host_path("run-nvidia-validations", VALIDATIONS_DIR, "DirectoryOrCreate"),
+            host_path("driver-install-dir", DEFAULT_DRIVER_INSTALL_DIR),
+            host_path("host-root", "/"),
+            host_path("host-dev-char", "/dev/char"),
+        ],
+    }
+    if ctx.runtime_class is not None:
+        pod["runtimeClassName"] = ctx.runtime_class
+    annotations = {"nvidia.cdi.k8s.io/container.toolkit-validation": _NRI_CDI_DEVICE} if ctx.nri_plugin else None
+    ds = daemonset(ctx, NAME, labels=_LABELS, selector=_LABELS, pod_spec=pod, pod_annotations=annotations)
+    return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.validator, main_container=CONTAINER)
+
+
+def _rbac(ctx: RenderContext) -> list[Object]:
+    return [
+        role(ctx, NAME, [
+            rule([""], ["pods"], ["create", "get", "list", "watch", "update", "patch", "delete"]),
+            rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
+        ]),
+        cluster_role(NAME, [rule([""], ["nodes"], ["get", "list", "watch"])]),
+        role_binding(ctx, NAME),
+        cluster_role_binding(ctx, NAME),
+    ]
+
+
+def render(ctx: RenderContext) -> list[Object]:
+    return [service_account(ctx, NAME), *_rbac(ctx), _daemonset(ctx)]

@@ -1,0 +1,222 @@
+"""A bad config fails with every problem listed under its path; each cross-section rule fails and passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpu_operator.config import ConfigError, Problem, parse_config
+from gpu_operator.config.checks import CHECKS
+
+DIGEST_HEX = "0123456789abcdef" * 4
+SHARED_GPU = [{"name": "nvidia.com/gpu", "replicas": 4}]
+MPS = {"sharing": {"mps": {"resources": SHARED_GPU}}}
+
+
+def problems_of(document: dict[str, Any]) -> tuple[Problem, ...]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document)
+    return caught.value.problems
+
+
+def test_every_problem_is_listed_with_its_path() -> None:
+    document = {
+        "operater": {},
+        "operator": {
+            "driver": {"enabled": "sometimes"},
+            "mig": {"strategy": "maybe"},
+            "toolkit": {"version": DIGEST_HEX},
+        },
+        "configs": {
+            "devicePlugin": {
+                "sliced": {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 1}]}}},
+                "mps": {
+                    "flags": {"migStrategy": "mixed"},
+                    "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}},
+                },
+            }
+        },
+    }
+    problems = {p.path: p.message for p in problems_of(document)}
+    assert set(problems) == {
+        "operater",
+        "operator.driver.enabled",
+        "operator.mig.strategy",
+        "operator.toolkit.version",
+        "configs.devicePlugin.sliced.sharing.timeSlicing.resources[0].replicas",
+        "configs.devicePlugin.mps",
+    }
+    assert "unknown key" in problems["operater"]
+    assert "valid boolean" in problems["operator.driver.enabled"]
+    assert "'sometimes'" in problems["operator.driver.enabled"]
+    assert "'maybe'" in problems["operator.mig.strategy"]
+    assert "'sha256:' prefix" in problems["operator.toolkit.version"]
+    assert "at least 2" in problems["configs.devicePlugin.sliced.sharing.timeSlicing.resources[0].replicas"]
+    assert "mixed" in problems["configs.devicePlugin.mps"]
+
+
+def test_error_message_lists_each_problem_on_its_own_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"operator": {"mig": {"strategy": "maybe"}, "psa": {"enabled": "perhaps"}}}, source="stack.yaml")
+    text = str(caught.value)
+    assert text.startswith("2 problems in stack.yaml:\n")
+    assert "\n  - operator.mig.strategy: " in text and "\n  - operator.psa.enabled: " in text
+
+
+def test_cross_section_problems_are_all_listed() -> None:
+    document = {
+        "operator": {
+            "mig": {"strategy": "mixed"},
+            "driver": {"useNvidiaDriverCRD": True},
+            "kataManager": {"enabled": True},
+            "devicePlugin": {"config": {"name": "plugin-config", "default": "mps"}},
+        },
+        "configs": {"devicePlugin": {"mps": MPS}},
+    }
+    assert {p.path for p in problems_of(document)} == {
+        "configs.devicePlugin.mps.sharing.mps",
+        "operator.driver.useNvidiaDriverCRD",
+        "operator.kataManager.enabled",
+    }
+
+
+MIG_CONFIG = {"version": "v1", "mig-configs": {"all-disabled": [{"devices": "all", "mig-enabled": False}]}}
+CUSTOM_MIG = {
+    "version": "v1",
+    "mig-configs": {"half": [{"devices": [0], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]},
+}
+METRICS = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
+KERNELS = [{"id": "ubuntu", "versionId": "22.04", "kernelVersions": ["5.15.0-1074-azure"]}]
+
+
+def plugin_configs(*names: str, **reference: str) -> dict[str, Any]:
+    """Device-plugin configs named `names`, and the operator's reference to their ConfigMap."""
+    return {
+        "configs": {"devicePlugin": {name: {} for name in names}},
+        "operator": {"devicePlugin": {"config": {"name": "plugin-config", **reference}}},
+    }
+
+# (check, failing document, path of its problem, a passing document)
+CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    (
+        "_configmap_contents_need_a_name",
+        {"configs": {"devicePlugin": {"shared": {}}}},
+        "operator.devicePlugin.config.name",
+        plugin_configs("shared"),
+    ),
+    (
+        "_configmap_contents_need_a_name",
+        {"configs": {"migManager": MIG_CONFIG}},
+        "operator.migManager.config.name",
+        {"configs": {"migManager": MIG_CONFIG}, "operator": {"migManager": {"config": {"name": "mig-config"}}}},
+    ),
+    (
+        "_configmap_contents_need_a_name",
+        {"configs": {"dcgmExporter": METRICS}},
+        "operator.dcgmExporter.config.name",
+        {"configs": {"dcgmExporter": METRICS}, "operator": {"dcgmExporter": {"config": {"name": "metrics"}}}},
+    ),
+    (
+        "_device_plugin_default_exists",
+        plugin_configs("a", default="b"),
+        "operator.devicePlugin.config.default",
+        plugin_configs("a", default="a"),
+    ),
+    (
+        "_device_plugin_default_exists",
+        plugin_configs("a", "b"),
+        "operator.devicePlugin.config.default",
+        plugin_configs("a"),
+    ),
+    (
+        "_mps_inherits_mig_strategy",
+        {
+            "configs": {"devicePlugin": {"mps": MPS}},
+            "operator": {"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "c"}}},
+        },
+        "configs.devicePlugin.mps.sharing.mps",
+        {
+            "configs": {"devicePlugin": {"mps": {"flags": {"migStrategy": "single"}, **MPS}}},
+            "operator": {"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "c"}}},
+        },
+    ),
+    (
+        "_mig_default_config_exists",
+        {"configs": {"migManager": CUSTOM_MIG}, "operator": {"migManager": {"config": {"name": "m"}}}},
+        "configs.migManager.mig-configs",
+        {"configs": {"migManager": CUSTOM_MIG}, "operator": {"migManager": {"config": {"name": "m", "default": ""}}}},
+    ),
+    (
+        "_nri_needs_cdi_and_toolkit",
+        {"operator": {"cdi": {"nriPluginEnabled": True}, "toolkit": {"enabled": False}}},
+        "operator.cdi.nriPluginEnabled",
+        {"operator": {"cdi": {"nriPluginEnabled": True}}},
+    ),
+    (
+        "_nri_needs_cdi_and_toolkit",
+        {"operator": {"cdi": {"enabled": False, "nriPluginEnabled": True}}},
+        "operator.cdi.nriPluginEnabled",
+        {"operator": {"cdi": {"enabled": False}}},
+    ),
+    (
+        "_unsupported_modes",
+        {"operator": {"driver": {"useNvidiaDriverCRD": True}}},
+        "operator.driver.useNvidiaDriverCRD",
+        {"operator": {"driver": {"useNvidiaDriverCRD": False}}},
+    ),
+    (
+        "_unsupported_modes",
+        {"operator": {"operator": {"use_ocp_driver_toolkit": True}}},
+        "operator.operator.use_ocp_driver_toolkit",
+        {"operator": {"operator": {"use_ocp_driver_toolkit": False}}},
+    ),
+    (
+        "_unsupported_modes",
+        {"operator": {"kataManager": {"enabled": True}}},
+        "operator.kataManager.enabled",
+        {"operator": {"sandboxWorkloads": {"enabled": True, "mode": "kata"}}},
+    ),
+    (
+        "_precompiled_needs_kernels",
+        {"operator": {"driver": {"usePrecompiled": True}}},
+        "cluster.operatingSystems[0].kernelVersions",
+        {
+            "operator": {"driver": {"usePrecompiled": True}},
+            "cluster": {"operatingSystems": KERNELS},
+        },
+    ),
+    (
+        "_vgpu_manager_needs_an_image",
+        {"operator": {"sandboxWorkloads": {"enabled": True}, "vgpuManager": {"enabled": True}}},
+        "operator.vgpuManager",
+        {
+            "operator": {
+                "sandboxWorkloads": {"enabled": True},
+                "vgpuManager": {"enabled": True, "repository": "registry.example.com/nvidia", "version": "550.90.05"},
+            }
+        },
+    ),
+    (
+        "_toolkit_host_paths",
+        {"operator": {"toolkit": {"env": [{"name": "CONTAINERD_CONFIG", "value": "etc/containerd/config.toml"}]}}},
+        "operator.toolkit.env[0].value",
+        {"operator": {"toolkit": {"env": [{"name": "CONTAINERD_CONFIG", "value": "/etc/containerd/config.toml"}]}}},
+    ),
+    (
+        "_hpc_job_mapping_directory",
+        {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True}}}},
+        "operator.dcgmExporter.hpcJobMapping.directory",
+        {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": "/var/lib/job-mapping"}}}},
+    ),
+]
+
+
+@pytest.mark.parametrize("check, failing, path, passing", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_cross_section_rule(check: str, failing: dict[str, Any], path: str, passing: dict[str, Any]) -> None:
+    assert [p.path for p in problems_of(failing)] == [path]
+    parse_config(passing)
+
+
+def test_every_rule_has_a_case() -> None:
+    assert {case[0] for case in CASES} == {check.__name__ for check in CHECKS}
