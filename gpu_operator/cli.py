@@ -1,7 +1,7 @@
 """`gpu-operator`: render manifests and import Helm values from the command line, no cluster needed.
 
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
-    gpu-operator import-values VALUES.yaml [-n NAMESPACE]   a GPU Operator Helm values file → our config document
+    gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
 
 Without `-f`, `render` uses the built-in default stack. A bad config prints every problem and exits with status 2.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from gpu_operator.config import ConfigError, load_config
 from gpu_operator.manifests import dump_all_yaml, dump_yaml, format_table, summary_rows, write_directory
@@ -28,8 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-o", "--output", type=Path, help="directory for one file per object (default: stdout)")
     render.add_argument("--summary", action="store_true", help="print a table of operands, DaemonSets and images")
 
-    values = commands.add_parser("import-values", help="convert GPU Operator Helm values to a config document")
-    values.add_argument("values", type=Path, help="a gpu-operator values.yaml")
+    values = commands.add_parser(
+        "import-values", help="convert GPU Operator Helm values (or a ClusterPolicy manifest) to a config document"
+    )
+    values.add_argument("values", type=Path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest")
     values.add_argument("-n", "--namespace", default="gpu-operator", help="namespace of the operands")
     return parser
 
@@ -53,11 +55,16 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _import_values(args: argparse.Namespace) -> int:
-    from gpu_operator.config.importers import import_helm_values
+    from gpu_operator.config.importers import ignored_helm_values, load_import
+    from gpu_operator.config.importers.loader import is_manifest
     from gpu_operator.config.loader import read_yaml_mapping
 
-    document = import_helm_values(read_yaml_mapping(args.values), namespace=args.namespace)
+    document = load_import(args.values, namespace=args.namespace)
     sys.stdout.write(dump_yaml(document))
+    source = read_yaml_mapping(args.values)
+    if not is_manifest(source):
+        for key, reason in ignored_helm_values(source).items():
+            print(f"note: {key} not imported: {reason}", file=sys.stderr)
     return 0
 
 

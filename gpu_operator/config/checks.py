@@ -7,8 +7,10 @@ but this package does not render. Every rule names the key to change.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator
 
+from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import Problem
 
@@ -18,6 +20,14 @@ Check = Callable[[GpuStackConfig], Iterator[Problem]]
 
 # toolkit env vars NVIDIA reads as host paths (it mounts their parent directories)
 _HOST_PATH_ENV = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG", "RUNTIME_DROP_IN_CONFIG", "NRI_SOCKET")
+# volume names the device-plugin, MPS and GFD pods already use; the config ConfigMap's volume is named after it
+_PLUGIN_POD_VOLUMES = frozenset({
+    "config", "device-plugin", "run-nvidia-validations", "driver-install-dir", "host-root", "cdi-root", "mps-root",
+    "mps-shm", "run-nvidia", "host-sys", "output-dir", "nvidia-device-plugin-entrypoint",
+})
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+#: ConfigMaps the MIG manager operand creates itself.
+_MIG_DEFAULT_CONFIG_MAPS = ("default-mig-parted-config", "default-gpu-clients")
 
 
 def _configmap_contents_need_a_name(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -49,6 +59,16 @@ def _device_plugin_default_exists(doc: GpuStackConfig) -> Iterator[Problem]:
         )
 
 
+def _device_plugin_config_name(doc: GpuStackConfig) -> Iterator[Problem]:
+    name = doc.operator.device_plugin.config.name
+    if name and not _DNS_LABEL.match(name):
+        yield Problem("operator.devicePlugin.config.name", f"{name!r} must be a DNS-1123 label (it also names a volume)")
+    elif name in _PLUGIN_POD_VOLUMES:
+        yield Problem(
+            "operator.devicePlugin.config.name", f"{name!r} clashes with a volume of the device-plugin pod; rename it"
+        )
+
+
 def _mps_inherits_mig_strategy(doc: GpuStackConfig) -> Iterator[Problem]:
     for name, config in (doc.configs.device_plugin or {}).items():
         if config.uses_mps and config.flags.mig_strategy is None and doc.operator.mig.strategy == "mixed":
@@ -66,6 +86,16 @@ def _mig_default_config_exists(doc: GpuStackConfig) -> Iterator[Problem]:
             "configs.migManager.mig-configs",
             f"must define {default!r}: nodes are labelled nvidia.com/mig.config={default} until you choose another",
         )
+
+
+def _mig_config_name_is_free(doc: GpuStackConfig) -> Iterator[Problem]:
+    ref = doc.operator.mig_manager
+    for path, name in (("config.name", ref.config.name), ("gpuClientsConfig.name", ref.gpu_clients_config.name)):
+        if name in _MIG_DEFAULT_CONFIG_MAPS:
+            yield Problem(
+                f"operator.migManager.{path}",
+                f"{name!r} is the ConfigMap the MIG manager operand creates; name your own ConfigMap differently",
+            )
 
 
 def _nri_needs_cdi_and_toolkit(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -101,13 +131,65 @@ def _precompiled_needs_kernels(doc: GpuStackConfig) -> Iterator[Problem]:
             )
 
 
+def _precompiled_driver_rules(doc: GpuStackConfig) -> Iterator[Problem]:
+    spec = doc.operator
+    if not (spec.driver.enabled and spec.driver.use_precompiled):
+        return
+    if spec.driver.version.startswith("sha256:"):
+        yield Problem("operator.driver.version", "precompiled images are tagged per kernel: use a driver branch tag")
+    for section, sidecar in (("gds", spec.gds), ("gdrcopy", spec.gdrcopy)):
+        if sidecar.enabled:
+            yield Problem(f"operator.{section}.enabled", "not supported with precompiled drivers (driver.usePrecompiled)")
+    owners: dict[str, str] = {}
+    for index, os in enumerate(doc.cluster.operating_systems):
+        for kernel in os.kernel_versions:
+            if kernel in owners:
+                yield Problem(
+                    f"cluster.operatingSystems[{index}].kernelVersions",
+                    f"kernel {kernel} is already listed for {owners[kernel]}; a kernel belongs to one OS image",
+                )
+            owners.setdefault(kernel, os.tag)
+
+
+def _driver_customisation_fits_the_os(doc: GpuStackConfig) -> Iterator[Problem]:
+    driver = doc.operator.driver
+    if not driver.enabled or driver.use_precompiled:
+        return
+    settings = (
+        ("repoConfig.configMapName", driver.repo_config.config_map_name, REPO_CONFIG_DIRS),
+        ("certConfig.name", driver.cert_config.name, CERT_CONFIG_DIRS),
+    )
+    for path, value, table in settings:
+        unsupported = sorted({os.id for os in doc.cluster.operating_systems if os.id not in table})
+        if value and unsupported:
+            yield Problem(
+                f"operator.driver.{path}",
+                f"not supported on {', '.join(unsupported)} (supported: {', '.join(sorted(table))})",
+            )
+
+
+def _driver_probes_and_env(doc: GpuStackConfig) -> Iterator[Problem]:
+    driver = doc.operator.driver
+    for name, probe in (("startupProbe", driver.startup_probe), ("livenessProbe", driver.liveness_probe)):
+        if probe is not None and probe.success_threshold not in (None, 1):
+            yield Problem(f"operator.driver.{name}.successThreshold", "must be 1 for startup and liveness probes")
+    for index, var in enumerate(driver.env):
+        if var.name == "DRIVER_CONFIG_DIGEST":
+            yield Problem(
+                f"operator.driver.env[{index}].name",
+                "DRIVER_CONFIG_DIGEST is computed from the driver pod spec; remove it",
+            )
+
+
 def _vgpu_manager_needs_an_image(doc: GpuStackConfig) -> Iterator[Problem]:
     spec = doc.operator
     vgpu = spec.vgpu_manager
-    if spec.sandbox_workloads.enabled and vgpu.enabled and not (vgpu.repository and vgpu.version):
+    full_reference = "/" in vgpu.image and not (vgpu.repository or vgpu.version)
+    if spec.sandbox_workloads.enabled and vgpu.enabled and not (vgpu.repository and vgpu.version or full_reference):
         yield Problem(
             "operator.vgpuManager",
-            "the vGPU manager image is built by you from NVIDIA's vGPU package: set repository and version",
+            "the vGPU manager image is built by you from NVIDIA's vGPU package: set repository and version "
+            "(or image to a full reference)",
         )
 
 
@@ -129,11 +211,16 @@ def _hpc_job_mapping_directory(doc: GpuStackConfig) -> Iterator[Problem]:
 CHECKS: tuple[Check, ...] = (
     _configmap_contents_need_a_name,
     _device_plugin_default_exists,
+    _device_plugin_config_name,
     _mps_inherits_mig_strategy,
     _mig_default_config_exists,
+    _mig_config_name_is_free,
     _nri_needs_cdi_and_toolkit,
     _unsupported_modes,
     _precompiled_needs_kernels,
+    _precompiled_driver_rules,
+    _driver_customisation_fits_the_os,
+    _driver_probes_and_env,
     _vgpu_manager_needs_an_image,
     _toolkit_host_paths,
     _hpc_job_mapping_directory,

@@ -22,7 +22,8 @@ ContainerRuntime = Literal["containerd", "crio", "docker"]
 # NVIDIA drops the minor version from the OS tag for these distributions (rhel9, not rhel9.4).
 _MAJOR_ONLY = ("rhel", "rocky", "ol")
 _OS_ID = re.compile(r"^[a-z][a-z0-9._-]*$")
-_KERNEL = re.compile(r"^[0-9A-Za-z._+-]+$")
+# kernel and OS versions end up as node-label values in DaemonSet node selectors
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 class NodeOperatingSystem(ConfigModel):
@@ -41,12 +42,24 @@ class NodeOperatingSystem(ConfigModel):
             raise ValueError(f"{value!r} is not an os-release ID (lower-case, e.g. 'ubuntu')")
         return value
 
+    @field_validator("version_id")
+    @classmethod
+    def _version_id(cls, value: str) -> str:
+        if not _LABEL_VALUE.match(value):
+            raise ValueError(f"{value!r} is not an os-release VERSION_ID such as '22.04'")
+        return value
+
     @field_validator("kernel_versions")
     @classmethod
     def _kernels(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         for kernel in values:
-            if not _KERNEL.match(kernel):
-                raise ValueError(f"{kernel!r} is not a kernel version such as '5.15.0-1074-azure'")
+            if not _LABEL_VALUE.match(kernel):
+                raise ValueError(
+                    f"{kernel!r} is not a kernel version usable as a node label value, such as '5.15.0-1074-azure'"
+                )
+        duplicates = sorted({k for k in values if values.count(k) > 1})
+        if duplicates:
+            raise ValueError(f"kernel listed twice: {', '.join(duplicates)}")
         return values
 
     @property

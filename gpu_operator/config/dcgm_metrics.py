@@ -21,7 +21,7 @@ class MetricField(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, field: str, kind: str, help_text: str) -> "MetricField":
+    def __new__(cls, field: str, kind: str, help_text: str) -> MetricField:
         return super().__new__(cls, (field, kind, help_text))
 
     @property

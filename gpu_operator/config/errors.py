@@ -7,7 +7,7 @@ problem per run. Paths use the document's camelCase keys and `[i]` for list item
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import ValidationError
 

@@ -143,7 +143,7 @@ class RelabelConfig(ConfigModel):
     """A Prometheus Operator relabeling rule (monitoring.coreos.com/v1 RelabelConfig)."""
 
     action: RelabelAction = "replace"
-    modulus: int | None = None
+    modulus: int | None = Field(default=None, ge=0)
     regex: str | None = None
     replacement: str | None = None
     separator: str | None = None

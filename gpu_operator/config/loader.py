@@ -7,7 +7,8 @@ errors are gathered into one ConfigError.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import yaml
 from pydantic import ValidationError

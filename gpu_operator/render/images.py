@@ -18,11 +18,14 @@ __all__ = ["image_path", "operand_image", "pull_policy", "pull_secrets"]
 def image_path(spec: ImageFields, os_tag: str | None = None) -> str:
     """Resolve an operand's image as NVIDIA does (see the module docstring)."""
     if not spec.repository and not spec.version:
-        return spec.image
-    if spec.version.startswith("sha256:"):
-        return f"{spec.repository}/{spec.image}@{spec.version}"
-    suffix = f"-{os_tag}" if os_tag else ""
-    return f"{spec.repository}/{spec.image}:{spec.version}{suffix}"
+        reference = spec.image
+    elif spec.version.startswith("sha256:"):
+        reference = f"{spec.repository}/{spec.image}@{spec.version}"
+    else:
+        reference = f"{spec.repository}/{spec.image}:{spec.version}"
+    if os_tag and "sha256:" not in reference:
+        return f"{reference}-{os_tag}"
+    return reference
 
 
 def operand_image(ctx: RenderContext, section: str, spec: ImageFields) -> str:

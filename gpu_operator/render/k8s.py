@@ -6,7 +6,8 @@ order) without repeating the boilerplate of apiVersion/kind/metadata or RBAC plu
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from gpu_operator.render.context import MANAGED_BY, RenderContext
 
@@ -116,51 +117,63 @@ def rule(api_groups: Iterable[str], resources: Iterable[str], verbs: Iterable[st
     return {"apiGroups": list(api_groups), "resources": list(resources), "verbs": list(verbs)}
 
 
-def service_account(ctx: RenderContext, name: str) -> Object:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, ctx.namespace)}
+def service_account(ctx: RenderContext, name: str, labels: Mapping[str, str] | None = None) -> Object:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, ctx.namespace, labels)}
 
 
-def role(ctx: RenderContext, name: str, rules: list[Object]) -> Object:
+def role(ctx: RenderContext, name: str, rules: list[Object], labels: Mapping[str, str] | None = None) -> Object:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": metadata(name, ctx.namespace),
+        "metadata": metadata(name, ctx.namespace, labels),
         "rules": rules,
     }
 
 
-def role_binding(ctx: RenderContext, name: str, role_name: str | None = None, account: str | None = None) -> Object:
+def role_binding(
+    ctx: RenderContext,
+    name: str,
+    role_name: str | None = None,
+    account: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Object:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": metadata(name, ctx.namespace),
+        "metadata": metadata(name, ctx.namespace, labels),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name or name},
         "subjects": [{"kind": "ServiceAccount", "name": account or name, "namespace": ctx.namespace}],
     }
 
 
-def cluster_role(name: str, rules: list[Object]) -> Object:
+def cluster_role(name: str, rules: list[Object], labels: Mapping[str, str] | None = None) -> Object:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": metadata(name),
+        "metadata": metadata(name, labels=labels),
         "rules": rules,
     }
 
 
 def cluster_role_binding(
-    ctx: RenderContext, name: str, role_name: str | None = None, account: str | None = None
+    ctx: RenderContext,
+    name: str,
+    role_name: str | None = None,
+    account: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Object:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": metadata(name),
+        "metadata": metadata(name, labels=labels),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name or name},
         "subjects": [{"kind": "ServiceAccount", "name": account or name, "namespace": ctx.namespace}],
     }
 
 
-def config_map(ctx: RenderContext, name: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None) -> Object:
+def config_map(
+    ctx: RenderContext, name: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None
+) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

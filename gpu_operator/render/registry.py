@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.render.context import RenderContext
@@ -50,7 +50,7 @@ class Operand:
     render: Callable[[RenderContext], list[Object]]
 
     @classmethod
-    def from_module(cls, module: ModuleType) -> "Operand":
+    def from_module(cls, module: ModuleType) -> Operand:
         return cls(key=module.KEY, state=module.STATE, render=module.render)
 
 

@@ -7,16 +7,20 @@ applies the shared part, step for step:
 1. `daemonsets.updateStrategy` (the driver DaemonSet always stays `OnDelete`);
 2. `daemonsets.priorityClassName`, 3. `daemonsets.tolerations` (replacing the template's), 4. `podSecurityContext`;
 5. `hostPaths.rootFS` and 6. `hostPaths.driverInstallDir` rewrites of the well-known volumes;
-7. the operand's own `imagePullPolicy`, `imagePullSecrets`, `resources`, `args`, `env`, `hostNetwork`;
+7. the operand's own `imagePullPolicy`, `imagePullSecrets`, `resources` (regular containers only), `args`, `env`,
+   `hostNetwork`;
 8. `daemonsets.labels`/`annotations`;
-9. every `*validation*` init container gets the validator's image, pull policy, resources and `runAsUser: 0`.
+9. every `*validation*` init container gets the validator's image, pull policy, resources, `runAsUser: 0` and the
+   env of its check (`validator.driver.env` for `driver-validation`, ...).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from gpu_operator.config.clusterpolicy.common import ImageFields
+from gpu_operator.config.clusterpolicy.validator import ValidatorSpec
 from gpu_operator.config.kube import EnvVar
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import operand_image, pull_policy, pull_secrets
@@ -79,10 +83,9 @@ def _scheduling(ctx: RenderContext, pod: Object) -> None:
 def _host_paths(ctx: RenderContext, pod: Object) -> None:
     paths = ctx.spec.host_paths
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
-    if paths.root_fs != DEFAULT_ROOT_FS:
+    if paths.root_fs != DEFAULT_ROOT_FS and "host-root" in volumes:
         root = paths.root_fs.rstrip("/") or "/"
-        if "host-root" in volumes:
-            volumes["host-root"]["hostPath"]["path"] = root
+        volumes["host-root"]["hostPath"]["path"] = root
         if "host-dev-char" in volumes:
             volumes["host-dev-char"]["hostPath"]["path"] = f"{root}/dev/char"
         for container in containers_of(pod):
@@ -119,7 +122,7 @@ def _operand(ctx: RenderContext, pod: Object, section: str, spec: ImageFields, m
     _add_pull_secrets(pod, pull_secrets(ctx, section, spec))
     resources = getattr(spec, "resources", None)
     if resources is not None:
-        for container in containers_of(pod):
+        for container in pod["containers"]:
             container["resources"] = resources.model_dump(exclude_none=True)
     main_container = next(c for c in pod["containers"] if c["name"] == main)
     args = getattr(spec, "args", ())
@@ -143,8 +146,22 @@ def _common_labels(ctx: RenderContext, ds: Object) -> None:
         template_meta.setdefault("annotations", {})[key] = value
 
 
+def _check_env(validator: ValidatorSpec) -> dict[str, tuple[EnvVar, ...]]:
+    """Init container name → the env of the validation it runs."""
+    return {
+        "driver-validation": validator.driver.env,
+        "toolkit-validation": validator.toolkit.env,
+        "cuda-validation": validator.cuda.env,
+        "plugin-validation": validator.plugin.env,
+        "vfio-pci-validation": validator.vfio_pci.env,
+        "vgpu-manager-validation": validator.vgpu_manager.env,
+        "vgpu-devices-validation": validator.vgpu_devices.env,
+    }
+
+
 def _validation_containers(ctx: RenderContext, pod: Object) -> None:
     validator = ctx.spec.validator
+    check_env = _check_env(validator)
     image = operand_image(ctx, "validator", validator)
     policy = pull_policy(ctx, "validator", validator)
     found = False
@@ -157,6 +174,7 @@ def _validation_containers(ctx: RenderContext, pod: Object) -> None:
         if validator.resources is not None:
             container["resources"] = validator.resources.model_dump(exclude_none=True)
         container.setdefault("securityContext", {})["runAsUser"] = 0
+        merge_env(container, check_env.get(container["name"], ()))
     if found:
         _add_pull_secrets(pod, pull_secrets(ctx, "validator", validator))
 

@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.render.context import RenderContext

@@ -204,6 +204,48 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"toolkit": {"env": [{"name": "CONTAINERD_CONFIG", "value": "/etc/containerd/config.toml"}]}}},
     ),
     (
+        "_device_plugin_config_name",
+        {"operator": {"devicePlugin": {"config": {"name": "mps-root"}}}},
+        "operator.devicePlugin.config.name",
+        {"operator": {"devicePlugin": {"config": {"name": "plugin-configs"}}}},
+    ),
+    (
+        "_mig_config_name_is_free",
+        {"operator": {"migManager": {"gpuClientsConfig": {"name": "default-gpu-clients"}}}},
+        "operator.migManager.gpuClientsConfig.name",
+        {"operator": {"migManager": {"gpuClientsConfig": {"name": "my-gpu-clients"}}}},
+    ),
+    (
+        "_precompiled_driver_rules",
+        {
+            "cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "22.04", "kernelVersions": ["6.8.0-1"]}]},
+            "operator": {"driver": {"usePrecompiled": True}, "gdrcopy": {"enabled": True}},
+        },
+        "operator.gdrcopy.enabled",
+        {
+            "cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "22.04", "kernelVersions": ["6.8.0-1"]}]},
+            "operator": {"driver": {"usePrecompiled": True}},
+        },
+    ),
+    (
+        "_driver_customisation_fits_the_os",
+        {
+            "cluster": {"operatingSystems": [{"id": "azurelinux", "versionId": "3.0"}]},
+            "operator": {"driver": {"certConfig": {"name": "corporate-ca"}}},
+        },
+        "operator.driver.certConfig.name",
+        {
+            "cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "24.04"}]},
+            "operator": {"driver": {"certConfig": {"name": "corporate-ca"}}},
+        },
+    ),
+    (
+        "_driver_probes_and_env",
+        {"operator": {"driver": {"env": [{"name": "DRIVER_CONFIG_DIGEST", "value": "x"}]}}},
+        "operator.driver.env[0].name",
+        {"operator": {"driver": {"env": [{"name": "DRIVER_DEBUG", "value": "1"}]}}},
+    ),
+    (
         "_hpc_job_mapping_directory",
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True}}}},
         "operator.dcgmExporter.hpcJobMapping.directory",

@@ -10,7 +10,8 @@ are dropped. Problems are reported under the manifest's own keys (`spec.driver.v
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.importers.cr_defaults import absent_defaults

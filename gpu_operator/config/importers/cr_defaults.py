@@ -8,7 +8,8 @@ reference/gpu-operator.md §2 "CR default" and §7).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 from gpu_operator.config.importers.paths import has_path
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
+from collections.abc import Callable, Mapping
 
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.importers.paths import MISSING, get_path, set_path
@@ -61,7 +62,7 @@ class Reject:
 class Handle:
     """A value the chart does more with than copy; `targets` pairs each document path it writes with its key."""
 
-    translate: Callable[["Translation", str, Any], None]
+    translate: Callable[[Translation, str, Any], None]
     targets: tuple[tuple[str, str], ...]
 
 

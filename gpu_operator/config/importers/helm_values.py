@@ -14,7 +14,8 @@ document = import_helm_values(yaml.safe_load(open("values.yaml")))
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import ConfigError, Problem

@@ -9,7 +9,8 @@ and, when validation finds a problem, report it under the key the user actually 
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from gpu_operator.config.errors import Problem
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, daemonset, deploy_selector, env, host_path, mount, rule
-from gpu_operator.render.operands.common import VALIDATIONS_DIR
+from gpu_operator.render.operands.common import VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.sandbox_common import (
-    node_name_env,
     operand_rbac,
     privileged_s0,
     relabel_daemonset,

@@ -6,6 +6,8 @@ chain (`/run/nvidia/validations/*-ready`) is spelled the same everywhere.
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object, env_field, mount, privileged
 
@@ -14,13 +16,23 @@ __all__ = [
     "toolkit_validation_init",
     "wait_for_file_init",
     "apply_runtime_class",
-    "NODE_NAME",
+    "node_name_env",
+    "read_script",
     "SHELL",
 ]
 
 VALIDATIONS_DIR = "/run/nvidia/validations"
-NODE_NAME = env_field("NODE_NAME", "spec.nodeName")
 SHELL = ["sh", "-c"]
+
+
+def node_name_env() -> Object:
+    """`NODE_NAME` from the downward API, a fresh dict per container (a shared one would alias in YAML and edits)."""
+    return env_field("NODE_NAME", "spec.nodeName")
+
+
+def read_script(name: str) -> str:
+    """One of our operand scripts (package data under gpu_operator/render/scripts/)."""
+    return files("gpu_operator.render").joinpath("scripts", name).read_text(encoding="utf-8")
 
 
 def wait_for_file_init(name: str, ready_file: str, message: str, volume: str, mount_path: str) -> Object:

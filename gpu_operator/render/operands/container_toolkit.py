@@ -16,7 +16,6 @@ driver check needs. Like NVIDIA's operator, `toolkit.args` and `toolkit.hostNetw
 from __future__ import annotations
 
 from functools import cache
-from importlib.resources import files
 
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
@@ -36,7 +35,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import VALIDATIONS_DIR
+from gpu_operator.render.operands.common import VALIDATIONS_DIR, read_script
 from gpu_operator.render.operands.driver_validation import driver_validation_init
 from gpu_operator.render.operands.toolkit_runtime import configure_runtime
 from gpu_operator.render.transforms import DEFAULT_DRIVER_INSTALL_DIR, finalize_daemonset, merge_env
@@ -54,7 +53,7 @@ _LABELS = {"app": NAME}
 
 @cache
 def entrypoint_script() -> str:
-    return files("gpu_operator.render").joinpath("scripts", "toolkit-entrypoint.sh").read_text(encoding="utf-8")
+    return read_script("toolkit-entrypoint.sh")
 
 
 def _cdi_env(ctx: RenderContext) -> list[Object]:

@@ -48,7 +48,7 @@ from gpu_operator.render.k8s import (
     service_account,
 )
 from gpu_operator.render.operands import dcgm
-from gpu_operator.render.operands.common import NODE_NAME, apply_runtime_class, toolkit_validation_init
+from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.transforms import finalize_daemonset
 
 __all__ = [
@@ -110,7 +110,7 @@ def _env(ctx: RenderContext) -> list[Object]:
         env("DCGM_EXPORTER_LISTEN", f":{PORT}"),
         env("DCGM_EXPORTER_KUBERNETES", True),
         env("DCGM_EXPORTER_COLLECTORS", CUSTOM_COLLECTORS if spec.config.name else DEFAULT_COLLECTORS),
-        NODE_NAME,
+        node_name_env(),
         env(_CONFIGMAP_DATA, _configmap_data(ctx)),
     ]
     if ctx.spec.dcgm.enabled:

@@ -18,7 +18,6 @@ we render the ServiceAccount and the node-reading ClusterRole alone.
 from __future__ import annotations
 
 import posixpath
-from importlib.resources import files
 
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import operand_image
@@ -38,7 +37,12 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import VALIDATIONS_DIR, apply_runtime_class, toolkit_validation_init
+from gpu_operator.render.operands.common import (
+    VALIDATIONS_DIR,
+    apply_runtime_class,
+    read_script,
+    toolkit_validation_init,
+)
 from gpu_operator.render.operands.plugin_config import (
     add_config_manager_init,
     add_config_manager_sidecar,
@@ -73,7 +77,7 @@ _BASE_ENV = (
 
 def entrypoint_script() -> str:
     """Our `/bin/entrypoint.sh` for NVIDIA's image (package data)."""
-    return files("gpu_operator.render").joinpath("scripts", "device-plugin-entrypoint.sh").read_text()
+    return read_script("device-plugin-entrypoint.sh")
 
 
 def _storage_env(ctx: RenderContext) -> list[Object]:

@@ -28,7 +28,6 @@ template does not define, run the startup-probe check when configured.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.resources import files
 
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.clusterpolicy.common import ContainerOperandSpec
@@ -50,7 +49,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import VALIDATIONS_DIR
+from gpu_operator.render.operands.common import VALIDATIONS_DIR, read_script
 from gpu_operator.render.operands.driver_config_mounts import config_mounts
 from gpu_operator.render.operands.driver_digest import DIGEST_ENV, config_digest
 from gpu_operator.render.operands.driver_manager import driver_manager_init, pull_secrets_of
@@ -105,7 +104,7 @@ _PROBE_FIELDS = {
 
 def startup_probe_script() -> str:
     """Our startup-probe script (package data), the content of ConfigMap `nvidia-driver-startup-probe`."""
-    return files("gpu_operator.render").joinpath("scripts", "driver-startup-probe.sh").read_text(encoding="utf-8")
+    return read_script("driver-startup-probe.sh")
 
 
 def _probe(action: Object, defaults: Object, configured: ContainerProbe | None) -> Object:
@@ -267,10 +266,7 @@ def _module_sidecar(sidecar: _ModuleSidecar, spec: ContainerOperandSpec, os: Nod
 
 
 def _enabled_module_sidecars(ctx: RenderContext) -> list[tuple[_ModuleSidecar, ContainerOperandSpec]]:
-    enabled = [(s, getattr(ctx.spec, s.section)) for s in _MODULE_SIDECARS if getattr(ctx.spec, s.section).enabled]
-    if enabled and ctx.spec.driver.use_precompiled:
-        raise ValueError(f"{enabled[0][0].section} is not supported with precompiled drivers (driver.usePrecompiled)")
-    return enabled
+    return [(s, getattr(ctx.spec, s.section)) for s in _MODULE_SIDECARS if getattr(ctx.spec, s.section).enabled]
 
 
 # --- the DaemonSet -------------------------------------------------------------------------------------

@@ -16,36 +16,17 @@ ConfigMap lacks are skipped (`optional`), and the driver ignores a parameter fil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from collections.abc import Iterable
 
 from gpu_operator.config.cluster import NodeOperatingSystem
+from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object, config_map_volume, host_path, mount
 from gpu_operator.render.transforms import containers_of
 
-__all__ = ["ConfigMounts", "config_mounts", "REPO_CONFIG_DIRS", "CERT_CONFIG_DIRS", "MODULE_PARAMETER_FILES"]
+__all__ = ["ConfigMounts", "config_mounts", "MODULE_PARAMETER_FILES"]
 
-#: Where each distribution's package manager reads repository files (repoConfig), by os-release ID.
-REPO_CONFIG_DIRS = {
-    "centos": "/etc/yum.repos.d",
-    "rhcos": "/etc/yum.repos.d",
-    "rhel": "/etc/yum.repos.d",
-    "debian": "/etc/apt/sources.list.d",
-    "ubuntu": "/etc/apt/sources.list.d",
-    "sles": "/etc/zypp/repos.d",
-    "sl-micro": "/etc/zypp/repos.d",
-}
-#: Where each distribution looks for extra CA certificates (certConfig), by os-release ID.
-CERT_CONFIG_DIRS = {
-    "centos": "/etc/pki/ca-trust/extracted/pem",
-    "rhcos": "/etc/pki/ca-trust/extracted/pem",
-    "rhel": "/etc/pki/ca-trust/extracted/pem",
-    "debian": "/usr/local/share/ca-certificates",
-    "ubuntu": "/usr/local/share/ca-certificates",
-    "sles": "/etc/pki/trust/anchors",
-    "sl-micro": "/etc/pki/trust/anchors",
-}
 _SUSE_CREDENTIALS = (
     ("/etc/SUSEConnect", "/etc/SUSEConnect", "FileOrCreate"),
     ("/etc/zypp/credentials.d", "/etc/zypp/credentials.d", "Directory"),

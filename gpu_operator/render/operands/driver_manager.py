@@ -12,7 +12,7 @@ from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, env, env_field, mount, privileged
-from gpu_operator.render.operands.common import NODE_NAME
+from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import merge_env
 
 __all__ = ["driver_manager_init", "driver_manager_volumes_needed", "pull_secrets_of", "SECTION"]
@@ -44,7 +44,7 @@ def driver_manager_init(
         "command": command,
         "args": args,
         "env": [
-            NODE_NAME,
+            node_name_env(),
             env("NVIDIA_VISIBLE_DEVICES", "void"),
             env("ENABLE_GPU_POD_EVICTION", gpu_pod_eviction),
             env("ENABLE_AUTO_DRAIN", False),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from collections.abc import Iterable
 
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.clusterpolicy.common import ImageFields
@@ -73,12 +73,8 @@ def os_selector(os: NodeOperatingSystem) -> dict[str, str]:
 
 def _precompiled_pools(base_name: str, systems: Iterable[NodeOperatingSystem]) -> list[DriverPool]:
     pools: list[DriverPool] = []
-    owner: dict[str, str] = {}
     for os in systems:
         for kernel in os.kernel_versions:
-            if kernel in owner:
-                raise ValueError(f"kernel {kernel} is listed for both {owner[kernel]} and {os.tag}")
-            owner[kernel] = os.tag
             pools.append(DriverPool(f"{base_name}-{sanitized_kernel(kernel)}-{os.tag}", os, kernel, {NFD_KERNEL: kernel}))
     return pools
 

@@ -33,13 +33,12 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import apply_runtime_class, toolkit_validation_init
+from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.operands.plugin_config import (
     add_config_manager_init,
     add_config_manager_sidecar,
     add_plugin_config,
     mig_env,
-    node_name_env,
     plugin_config_map,
 )
 from gpu_operator.render.transforms import finalize_daemonset, merge_env

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import posixpath
 from functools import cache
-from importlib.resources import files
 
 import yaml
 
@@ -52,7 +51,12 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import VALIDATIONS_DIR, apply_runtime_class, toolkit_validation_init
+from gpu_operator.render.operands.common import (
+    VALIDATIONS_DIR,
+    apply_runtime_class,
+    read_script,
+    toolkit_validation_init,
+)
 from gpu_operator.render.transforms import finalize_daemonset
 
 __all__ = [
@@ -86,7 +90,7 @@ _ENTRYPOINT_MODE = 0o700
 
 def entrypoint_script() -> str:
     """Our `/bin/entrypoint.sh` for NVIDIA's image (package data)."""
-    return files("gpu_operator.render").joinpath("scripts", "mig-manager-entrypoint.sh").read_text(encoding="utf-8")
+    return read_script("mig-manager-entrypoint.sh")
 
 
 @cache

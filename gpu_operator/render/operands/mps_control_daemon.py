@@ -12,8 +12,9 @@ no agent for it. It takes the device plugin's image, pull policy, pull secrets a
 `env` or `hostNetwork`. It reads the same plugin config (and the sidecar signals `/usr/bin/mps-control-daemon`).
 
 The pods run as the device plugin's ServiceAccount `nvidia-device-plugin`, as upstream. Upstream also creates a
-ServiceAccount, ClusterRole and ClusterRoleBinding named after this DaemonSet (nodes get/list/watch), which no
-pod uses; we keep them for parity. Its Role grants only OpenShift's `privileged` SCC, so it is not rendered.
+ServiceAccount, ClusterRole and ClusterRoleBinding named after this DaemonSet (nodes get/list/watch) that no pod
+uses, and a Role granting only OpenShift's `privileged` SCC; we render none of them (least privilege: an unused
+account bound to a ClusterRole is only attack surface).
 """
 
 from __future__ import annotations
@@ -24,25 +25,20 @@ from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import (
     Object,
-    cluster_role,
-    cluster_role_binding,
     daemonset,
     deploy_selector,
     env,
     host_path,
     mount,
     privileged,
-    rule,
-    service_account,
 )
-from gpu_operator.render.operands.common import apply_runtime_class, toolkit_validation_init
+from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.operands.device_plugin import SERVICE_ACCOUNT
 from gpu_operator.render.operands.plugin_config import (
     add_config_manager_init,
     add_config_manager_sidecar,
     add_plugin_config,
     mig_env,
-    node_name_env,
 )
 from gpu_operator.render.transforms import finalize_daemonset, merge_env
 
@@ -126,10 +122,4 @@ def _daemonset(ctx: RenderContext) -> Object:
 def render(ctx: RenderContext) -> list[Object]:
     if not ctx.spec.device_plugin.enabled:
         return []
-    nodes_read = [rule([""], ["nodes"], ["get", "list", "watch"])]
-    return [
-        service_account(ctx, NAME),
-        cluster_role(NAME, nodes_read),
-        cluster_role_binding(ctx, NAME),
-        _daemonset(ctx),
-    ]
+    return [_daemonset(ctx)]

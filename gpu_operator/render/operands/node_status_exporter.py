@@ -33,7 +33,7 @@ from gpu_operator.render.k8s import (
     service,
     service_account,
 )
-from gpu_operator.render.operands.common import NODE_NAME
+from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import finalize_daemonset
 
 __all__ = ["STATE", "KEY", "NAME", "PORT", "render"]
@@ -56,7 +56,7 @@ def _container(ctx: RenderContext) -> Object:
             env("COMPONENT", "metrics"),
             env("METRICS_PORT", PORT),
             env("NVIDIA_VISIBLE_DEVICES", "void"),
-            NODE_NAME,
+            node_name_env(),
         ],
         "ports": [{"name": "node-status", "containerPort": PORT}],
         "securityContext": privileged(runAsUser=0),

@@ -43,7 +43,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
-from gpu_operator.render.operands.common import NODE_NAME, SHELL, VALIDATIONS_DIR
+from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.driver_validation import (
     OPERATOR_NAMESPACE,
     SECTION,
@@ -98,7 +98,7 @@ def _toolkit_validation(ctx: RenderContext) -> Object:
 
 
 def _cuda_validation(ctx: RenderContext) -> Object:
-    container = _check(ctx, "cuda", [env("WITH_WAIT", False), env("COMPONENT", "cuda"), NODE_NAME, OPERATOR_NAMESPACE])
+    container = _check(ctx, "cuda", [env("WITH_WAIT", False), env("COMPONENT", "cuda"), node_name_env(), OPERATOR_NAMESPACE])
     merge_env(container, _workload_env(ctx))
     merge_env(container, ctx.spec.validator.cuda.env)
     return container
@@ -110,7 +110,7 @@ def _plugin_validation(ctx: RenderContext) -> Object:
         env("WITH_WAIT", False),
         env("WITH_WORKLOAD", False),
         env("MIG_STRATEGY", ctx.mig_strategy),
-        NODE_NAME,
+        node_name_env(),
         OPERATOR_NAMESPACE,
     ])
     merge_env(container, _workload_env(ctx))

@@ -22,14 +22,12 @@ the upstream plugin parses.
 
 from __future__ import annotations
 
-import copy
-
 import yaml
 
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, config_map, config_map_volume, empty_dir, env, mount, privileged
-from gpu_operator.render.operands.common import NODE_NAME
+from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import merge_env
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "AVAILABLE_CONFIGS_DIR",
     "CONFIG_DIR",
     "mig_env",
-    "node_name_env",
     "plugin_config_map",
     "uses_plugin_config",
     "add_config_manager_init",
@@ -54,11 +51,6 @@ AVAILABLE_CONFIGS_DIR = "/available-configs"
 _SHARED_VOLUME = "config"
 _AGENT_COMMAND = ["gpu-operator-agent", "config-manager"]
 
-
-def node_name_env() -> Object:
-    """`NODE_NAME` from the downward API, as a fresh dict for each container."""
-    # a shared dict would be dumped as a YAML alias and edited through every container holding it
-    return copy.deepcopy(NODE_NAME)
 
 
 def mig_env(ctx: RenderContext) -> list[Object]:

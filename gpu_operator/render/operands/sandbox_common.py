@@ -16,7 +16,8 @@ grants nothing off OpenShift, so it is left out, and a Role that held nothing el
 from __future__ import annotations
 
 import copy
-from typing import Iterable, Literal
+from typing import Literal
+from collections.abc import Iterable
 
 from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec
 from gpu_operator.config.kube import EnvVar
@@ -26,14 +27,13 @@ from gpu_operator.render.k8s import (
     cluster_role,
     cluster_role_binding,
     env,
-    env_field,
     mount,
     privileged,
     role,
     role_binding,
     service_account,
 )
-from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR
+from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.driver_manager import driver_manager_init, pull_secrets_of
 from gpu_operator.render.transforms import merge_env
 
@@ -51,7 +51,6 @@ __all__ = [
     "driver_manager_pull_secrets",
     "relabel_daemonset",
     "privileged_s0",
-    "node_name_env",
 ]
 
 SandboxMode = Literal["kubevirt", "kata"]
@@ -98,10 +97,6 @@ def validator_invocation(ctx: RenderContext) -> tuple[list[str], list[str]]:
         return ctx.agent_command("validator"), []
     return list(SHELL), ["nvidia-validator"]
 
-
-def node_name_env() -> Object:
-    """`NODE_NAME` from the downward API, as a fresh dict (shared dicts would alias between containers)."""
-    return env_field("NODE_NAME", "spec.nodeName")
 
 
 def privileged_s0() -> Object:

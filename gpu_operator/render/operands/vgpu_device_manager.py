@@ -29,11 +29,10 @@ from gpu_operator.render.k8s import (
     privileged,
     rule,
 )
-from gpu_operator.render.operands.common import VALIDATIONS_DIR
+from gpu_operator.render.operands.common import VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.sandbox_common import (
     VALIDATIONS_VOLUME,
     any_file_gate_init,
-    node_name_env,
     operand_rbac,
     sandbox_operand_enabled,
 )

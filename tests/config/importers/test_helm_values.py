@@ -14,6 +14,7 @@ from gpu_operator.config.importers.helm_rules import Copy, Ignore
 from tests.config.importers.values_files import AZURE, V25, V26, chart_values
 from tests.support.schemas import crd_errors
 
+
 def imported(values: dict[str, Any]) -> GpuStackConfig:
     return parse_config(import_helm_values(values))
 

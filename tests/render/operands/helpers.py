@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from gpu_operator.config import parse_config
 from gpu_operator.render.context import RenderContext

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from gpu_operator.render.operands import dcgm
-from tests.render.operands.helpers import assert_valid, container, find, init_names, pod_of, render_operand, volume_paths
+from tests.render.operands.helpers import (
+    assert_valid,
+    container,
+    find,
+    init_names,
+    pod_of,
+    render_operand,
+    volume_paths,
+)
 
 ENABLED = {"operator": {"dcgm": {"enabled": True}}}
 

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from gpu_operator.config import ConfigError
 import yaml
 
 from gpu_operator.render.operands import driver
@@ -376,10 +378,13 @@ def test_repo_and_cert_config_mount_at_os_paths(system: dict, repo_dir: str, cer
         assert _mount(ctr, "certs") == {"name": "certs", "mountPath": cert_dir, "readOnly": True}
 
 
-def test_repo_config_on_an_unmapped_os_is_an_error() -> None:
-    with pytest.raises(ValueError, match="repoConfig is not supported on azurelinux"):
+def test_repo_config_on_an_unmapped_os_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as error:
         render_operand(driver.render, _doc({"repoConfig": {"configMapName": "repos"}},
                                            systems=[{"id": "azurelinux", "versionId": "3.0"}]))
+    assert [(p.path, p.message.split(" (")[0]) for p in error.value.problems] == [
+        ("operator.driver.repoConfig.configMapName", "not supported on azurelinux")
+    ]
 
 
 def test_licensing_from_secret_with_nls_token() -> None:
@@ -517,15 +522,24 @@ def test_kernel_sanitising(kernel: str, sanitized: str) -> None:
     assert sanitized_kernel(kernel) == sanitized
 
 
-def test_precompiled_rejects_what_nvidia_rejects() -> None:
+def _config_problems(document: dict) -> list[str]:
+    with pytest.raises(ConfigError) as error:
+        render_operand(driver.render, document)
+    return [p.path for p in error.value.problems]
+
+
+def test_precompiled_rejects_what_nvidia_rejects_before_rendering() -> None:
     systems = [{"id": "ubuntu", "versionId": "22.04", "kernelVersions": ["5.15.0-1074-azure"]}]
-    with pytest.raises(ValueError, match="gds is not supported with precompiled"):
-        render_operand(driver.render, _doc({"usePrecompiled": True}, systems=systems, gds={"enabled": True}))
-    with pytest.raises(ValueError, match="digest"):
-        render_operand(driver.render, _doc({"usePrecompiled": True, "version": DIGEST}, systems=systems))
+    assert _config_problems(_doc({"usePrecompiled": True}, systems=systems, gds={"enabled": True})) == [
+        "operator.gds.enabled"
+    ]
+    assert _config_problems(_doc({"usePrecompiled": True, "version": DIGEST}, systems=systems)) == [
+        "operator.driver.version"
+    ]
     twice = [*systems, {"id": "ubuntu", "versionId": "24.04", "kernelVersions": ["5.15.0-1074-azure"]}]
-    with pytest.raises(ValueError, match="listed for both ubuntu22.04 and ubuntu24.04"):
-        render_operand(driver.render, _doc({"usePrecompiled": True}, systems=twice))
+    assert _config_problems(_doc({"usePrecompiled": True}, systems=twice)) == [
+        "cluster.operatingSystems[1].kernelVersions"
+    ]
 
 
 def test_digest_versions_get_no_os_suffix() -> None:
@@ -581,8 +595,9 @@ def test_user_settings_reach_the_driver_container() -> None:
     assert [e["name"] for e in ctr["env"]][-1] == "DRIVER_CONFIG_DIGEST"
     assert ctr["args"] == ["init", "--debug"]
     assert ctr["imagePullPolicy"] == "Always"
-    for item in [*pod_of(ds)["initContainers"], *pod_of(ds)["containers"]]:
+    for item in pod_of(ds)["containers"]:
         assert item["resources"] == {"limits": {"memory": "4Gi"}}
+    assert all("resources" not in item for item in pod_of(ds)["initContainers"])
     assert env_of(container(ds, "k8s-driver-manager"))["ENABLE_AUTO_DRAIN"] == "true"
     assert ds["spec"]["template"]["metadata"]["labels"]["team"] == "gpu"
 

@@ -34,19 +34,10 @@ def test_follows_the_device_plugin_switch() -> None:
     assert render_operand(mps_control_daemon.render, {"operator": {"devicePlugin": {"enabled": False}}}) == []
 
 
-def test_objects_in_upstream_order() -> None:
+def test_only_the_daemonset_no_unused_account_or_rbac() -> None:
     objects = render_operand(mps_control_daemon.render)
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
-        ("ServiceAccount", "nvidia-device-plugin-mps-control-daemon"),
-        ("ClusterRole", "nvidia-device-plugin-mps-control-daemon"),
-        ("ClusterRoleBinding", "nvidia-device-plugin-mps-control-daemon"),
         ("DaemonSet", "nvidia-device-plugin-mps-control-daemon"),
-    ]
-    assert find(objects, "ClusterRole")["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
-    ]
-    assert find(objects, "ClusterRoleBinding")["subjects"] == [
-        {"kind": "ServiceAccount", "name": "nvidia-device-plugin-mps-control-daemon", "namespace": "gpu-operator"}
     ]
     assert_valid(objects)
 
