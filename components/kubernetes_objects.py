@@ -9,7 +9,8 @@ values keep the API's camelCase, which the provider accepts as-is.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -7,11 +7,11 @@ exist; depending on the component waits for all of it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, TypedDict
+from typing import Any, TypedDict
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
-
 from gpu_operator.components.kubernetes_objects import register_object
 
 __all__ = ["GpuOperand", "GpuOperandArgs", "TOKEN"]

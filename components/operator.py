@@ -13,12 +13,13 @@ longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
-
 from gpu_operator.components.operand import GpuOperand
+
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render_operands
 from gpu_operator.render.registry import RenderedOperand

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-
 from gpu_operator.components import GpuOperator
+
 from gpu_operator.config import parse_config
 
 settings = pulumi.Config("gpu-operator")

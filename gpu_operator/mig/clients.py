@@ -7,7 +7,8 @@ default names NVIDIA's DGX services: NVSM, the legacy peer-memory module service
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 __all__ = ["DEFAULT_GPU_CLIENTS", "gpu_clients_document"]
 

@@ -16,7 +16,8 @@ Pass a subset of models (the GPUs found on a node) to get the config for just th
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 import yaml
 

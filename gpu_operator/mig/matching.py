@@ -7,7 +7,8 @@ and are returned in the catalog's spelling (`0x233010DE`).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 __all__ = ["normal_pci_id", "device_filter_ids", "layouts_for"]
 

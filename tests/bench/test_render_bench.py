@@ -14,8 +14,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-
 from gpu_operator.components import GpuOperator
+
 from gpu_operator.config import load_config, parse_config
 from gpu_operator.config.loader import BUILTIN_DEFAULT, read_yaml_mapping
 from gpu_operator.render import render

@@ -7,8 +7,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-
 from gpu_operator.components import GpuOperator
+
 from gpu_operator.config import ConfigError, load_config
 from gpu_operator.render import render_operands
 from tests.support.pulumi_mocks import Recording, run_program

@@ -7,7 +7,8 @@ be the same in both files for every config name.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import pytest
 import yaml

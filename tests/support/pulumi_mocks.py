@@ -7,7 +7,8 @@ name, URN, parent URN, provider reference, explicit dependencies and inputs (cam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pulumi
 from pulumi.runtime.mocks import MockMonitor

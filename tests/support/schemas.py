@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import re
-from functools import lru_cache
+from functools import lru_cache, cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import jsonschema
 import yaml
@@ -43,7 +44,7 @@ def _schema_version(version: str) -> str:
     return [v for v in kv.all_versions() if kv.major_minor(v) <= version][-1]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin_validator(version: str, kind: str, api_version: str) -> jsonschema.Validator | None:
     schema_dir = f"v{_schema_version(version)}-local-strict"
     group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
@@ -90,7 +91,7 @@ def _to_json_schema(node: Any) -> Any:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _crd_validators(data_dir: Path = REFERENCE_DATA) -> dict[tuple[str, str], jsonschema.Validator]:
     validators: dict[tuple[str, str], jsonschema.Validator] = {}
     for relative in CRD_FILES:
