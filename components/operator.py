@@ -2,8 +2,9 @@
 
 Instead of a ClusterPolicy reconciled by an in-cluster controller, the operands are rendered from the config and
 registered directly: `pulumi preview` shows every DaemonSet, RBAC rule and ConfigMap before anything changes.
-One child component per operand (`GpuOperand`), each depending on the one before, as the operator's states do.
-The config is validated completely before anything is registered: a bad config creates nothing.
+One child component per operand (`GpuOperand`), each depending on the one before, as the operator's states do;
+with `nfd.enabled`, Node Feature Discovery's chart comes right after the pre-requisites and everything after waits
+for it. The config is validated completely before anything is registered: a bad config creates nothing.
 
 DaemonSets are annotated `pulumi.com/skipAwait` by default: a driver build or a MIG reconfiguration routinely takes
 longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing. Set `wait_for_daemonsets` to make
@@ -18,10 +19,12 @@ from collections.abc import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
+from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
 from gpu_operator.components.operand import GpuOperand
 
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render_operands
+from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
 from gpu_operator.render.workload_facts import deploy_node_labels, gpu_resource_names, runtime_class_name
 
@@ -66,21 +69,34 @@ class GpuOperator(pulumi.ComponentResource):
     daemonset_names: pulumi.Output[list[str]]
     """Names of the operand DaemonSets, in state order."""
     operands: dict[str, GpuOperand]
+    node_feature_discovery: NodeFeatureDiscovery | None
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         config = parse_config(args.get("config"))
         rendered = render_operands(config)
         super().__init__(TOKEN, name, {}, opts)
         wait = args.get("wait_for_daemonsets", False)
+        provider = args["provider"]
+        chart = nfd_chart(config)
         self.operands = {}
-        previous: GpuOperand | None = None
+        self.node_feature_discovery = None
+        before: list[pulumi.Resource] = []
         for operand in rendered:
             objects = list(operand.objects) if wait else _with_skip_await(operand)
-            previous = self.operands[operand.key] = GpuOperand(
+            created = self.operands[operand.key] = GpuOperand(
                 f"{name}-{operand.key}",
-                {"state": operand.state, "objects": objects, "provider": args["provider"]},
-                pulumi.ResourceOptions(parent=self, depends_on=[previous] if previous else None),
+                {"state": operand.state, "objects": objects, "provider": provider},
+                pulumi.ResourceOptions(parent=self, depends_on=before or None),
             )
+            before = [created]
+            if operand.key == "prerequisites" and chart is not None:
+                self.node_feature_discovery = NodeFeatureDiscovery(
+                    f"{name}-node-feature-discovery",
+                    {"chart": chart, "provider": provider},
+                    pulumi.ResourceOptions(parent=self, depends_on=[created]),
+                )
+            if self.node_feature_discovery is not None:
+                before.append(self.node_feature_discovery)
         all_objects = [obj for operand in rendered for obj in operand.objects]
         self.namespace = pulumi.Output.from_input(config.namespace)
         self.gpu_resource_names = pulumi.Output.from_input(gpu_resource_names(config))

@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _render(args: argparse.Namespace) -> int:
     from gpu_operator.render import render_operands
+    from gpu_operator.render.nfd import nfd_chart
 
     config = load_config(args.file)
     operands = render_operands(config)
@@ -51,6 +52,9 @@ def _render(args: argparse.Namespace) -> int:
         print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)))
         print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
               f"namespace {config.namespace}")
+        chart = nfd_chart(config)
+        if chart is not None:
+            print(f"plus Helm chart {chart.chart} {chart.version} (Node Feature Discovery, installed by GpuOperator)")
     return 0
 
 

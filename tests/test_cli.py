@@ -38,6 +38,7 @@ def test_summary_table_lists_operands(capsys: pytest.CaptureFixture[str], tmp_pa
     output = capsys.readouterr().out
     assert "STATE" in output and "state-driver" in output and "nvidia-driver-daemonset" in output
     assert "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04" in output
+    assert "node-feature-discovery 0.19.0" in output
 
 
 def test_bad_config_lists_problems_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

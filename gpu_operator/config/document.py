@@ -25,14 +25,49 @@ from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_p
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.mig_parted import MigPartedConfig
 
-__all__ = ["NfdSpec", "OperandConfigs", "GpuStackConfig"]
+__all__ = ["NfdSpec", "OperandConfigs", "GpuStackConfig", "NFD_SUBCHART_VALUES"]
+
+
+_NFD_SERVICE_ACCOUNT = {"name": "node-feature-discovery", "create": False}
+
+#: The GPU Operator chart's values for its node-feature-discovery subchart: PCI devices of classes 02 (network)
+#: and 03 (display) labelled by vendor (`feature.node.kubernetes.io/pci-10de.present`), one ServiceAccount
+#: created by the master and shared, and the `nvidia.com` label namespace allowed for GPU feature discovery.
+NFD_SUBCHART_VALUES: dict[str, Any] = {
+    "priorityClassName": "system-node-critical",
+    "gc": {"enable": True, "replicaCount": 1, "serviceAccount": dict(_NFD_SERVICE_ACCOUNT)},
+    "worker": {
+        "serviceAccount": dict(_NFD_SERVICE_ACCOUNT),
+        "tolerations": [
+            {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        ],
+        "config": {
+            "sources": {
+                "pci": {"deviceClassWhitelist": ["02", "0200", "0207", "0300", "0302"], "deviceLabelFields": ["vendor"]}
+            }
+        },
+    },
+    "master": {
+        "serviceAccount": {"name": "node-feature-discovery", "create": True},
+        "config": {"extraLabelNs": ["nvidia.com"]},
+    },
+}
 
 
 class NfdSpec(ConfigModel):
-    """Node Feature Discovery: whether this stack expects to deploy it, and the kernel-module rule."""
+    """Node Feature Discovery, as the GPU Operator chart's `node-feature-discovery` subchart.
+
+    With `enabled`, the stack installs NFD's own Helm chart (`chartVersion`) with `values`, whose default is what
+    NVIDIA's chart gives its subchart. The worker also tolerates every `daemonsets.tolerations` entry, so it runs
+    wherever the operands run. Disable it when NFD already runs (for example the Network Operator's).
+    `nodefeaturerules` adds the rule that labels nodes by loaded NVIDIA kernel modules.
+    """
 
     enabled: bool = True
     node_feature_rules: bool = Field(default=False, alias="nodefeaturerules")
+    chart_version: str = Field(default="0.19.0", description="version of the node-feature-discovery chart")
+    values: dict[str, Any] = Field(default=NFD_SUBCHART_VALUES, description="values of the node-feature-discovery chart")
 
 
 class OperandConfigs(ConfigModel):

@@ -1,7 +1,8 @@
 """The operands in NVIDIA's state order, and the render entry points.
 
-The order is the ClusterPolicy controller's fixed state order (pre-requisites, driver, toolkit, validation,
-device plugin, MPS, DCGM, DCGM exporter, GFD, MIG manager, node status exporter, then the sandbox operands).
+The order is the ClusterPolicy controller's fixed state order (pre-requisites, driver, toolkit, validation, device
+plugin, MPS, DCGM, DCGM exporter, GFD, MIG manager, node status exporter, then the sandbox operands), with the
+chart's NFD objects right after the pre-requisites.
 Within an operand, objects keep NVIDIA's file order (ServiceAccount → RBAC → ConfigMaps → Services → DaemonSet).
 """
 
@@ -21,6 +22,7 @@ __all__ = ["Operand", "OPERANDS", "RenderedOperand", "render_operands", "render"
 #: Operand modules under gpu_operator.render.operands, in state order.
 _MODULES = (
     "prerequisites",
+    "node_feature_discovery",
     "driver",
     "container_toolkit",
     "operator_validator",

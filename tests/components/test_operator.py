@@ -15,6 +15,8 @@ from tests.support.pulumi_mocks import Recording, run_program
 
 OPERATOR_TOKEN = "gpu-operator:index:GpuOperator"
 OPERAND_TOKEN = "gpu-operator:index:GpuOperand"
+NFD_TOKEN = "gpu-operator:index:NodeFeatureDiscovery"
+CHART = "kubernetes:helm.sh/v4:Chart"
 
 
 def _program(config: Any = None, outputs: dict[str, Any] | None = None, **extra: Any):
@@ -44,8 +46,11 @@ def test_tree_operator_then_operands_then_objects(recording: Recording) -> None:
     assert len(operator) == 1
     operands = recording.of_type(OPERAND_TOKEN)
     assert operands and all(o.parent == operator[0].urn for o in operands)
+    nfd = recording.of_type(NFD_TOKEN)
+    assert len(nfd) == 1 and nfd[0].parent == operator[0].urn
     for resource in recording.of_type("kubernetes:"):
-        assert by_urn[resource.parent].type == OPERAND_TOKEN, resource.name
+        expected = NFD_TOKEN if resource.type == CHART else OPERAND_TOKEN
+        assert by_urn[resource.parent].type == expected, resource.name
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider(recording: Recording) -> None:
@@ -59,7 +64,7 @@ def test_no_duplicate_names_and_one_resource_per_rendered_object(recording: Reco
     urns = [r.urn for r in recording.registrations]
     assert len(urns) == len(set(urns))
     objects = [o for operand in render_operands(load_config(None)) for o in operand.objects]
-    assert len(recording.of_type("kubernetes:")) == len(objects)
+    assert len(recording.of_type("kubernetes:")) == len(objects) + 1  # + the NFD chart
 
 
 def test_operands_depend_on_each_other_in_state_order(recording: Recording) -> None:
@@ -71,6 +76,28 @@ def test_operands_depend_on_each_other_in_state_order(recording: Recording) -> N
         assert children[before.urn] <= set(after.dependencies), f"{after.name} does not wait for {before.name}"
 
 
+def test_nfd_chart_comes_after_the_prerequisites_and_before_the_driver(recording: Recording) -> None:
+    chart = recording.of_type(CHART)[0]
+    assert chart.inputs["chart"] == "oci://registry.k8s.io/nfd/charts/node-feature-discovery"
+    assert chart.inputs["version"] == "0.19.0"
+    assert chart.inputs["namespace"] == "gpu-operator"
+    values = chart.inputs["values"]
+    assert values["worker"]["config"]["sources"]["pci"]["deviceLabelFields"] == ["vendor"]
+    assert values["master"]["config"]["extraLabelNs"] == ["nvidia.com"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["worker"]["tolerations"]
+    nfd = recording.of_type(NFD_TOKEN)[0]
+    prerequisites = recording.named("gpu-prerequisites")
+    prerequisite_children = {r.urn for r in recording.registrations if r.parent == prerequisites.urn}
+    assert prerequisite_children <= set(nfd.dependencies)
+    driver = recording.named("gpu-driver")
+    assert chart.urn in driver.dependencies
+
+
+def test_nfd_disabled_installs_no_chart() -> None:
+    recording = run_program(_program({"nfd": {"enabled": False}}))
+    assert recording.of_type(CHART) == [] and recording.of_type(NFD_TOKEN) == []
+
+
 def test_daemonsets_wait_for_their_operands_other_objects(recording: Recording) -> None:
     for ds in recording.of_type("kubernetes:apps/v1:DaemonSet"):
         siblings = {r.urn for r in recording.registrations if r.parent == ds.parent and r.urn != ds.urn}
@@ -80,6 +107,7 @@ def test_daemonsets_wait_for_their_operands_other_objects(recording: Recording) 
 
 def test_typed_kinds_and_custom_resources(recording: Recording) -> None:
     types = {r.type for r in recording.of_type("kubernetes:")}
+    assert CHART in types
     assert "kubernetes:apps/v1:DaemonSet" in types
     assert "kubernetes:monitoring.coreos.com/v1:ServiceMonitor" in types
     assert "kubernetes:node.k8s.io/v1:RuntimeClass" in types
@@ -95,7 +123,8 @@ def test_daemonsets_skip_await_unless_asked(recording: Recording) -> None:
 
 def test_names_are_pinned_where_others_refer_to_them(recording: Recording) -> None:
     for resource in recording.of_type("kubernetes:"):
-        assert resource.inputs["metadata"]["name"], resource.name
+        if resource.type != CHART:
+            assert resource.inputs["metadata"]["name"], resource.name
 
 
 def test_outputs() -> None:

@@ -105,7 +105,10 @@ def test_operands_that_read_the_app_version() -> None:
 
 
 def test_nfd_defaults_are_the_charts() -> None:
-    assert GpuStackConfig().nfd.to_document() == _chart_values()["nfd"]
+    nfd = GpuStackConfig().nfd
+    assert nfd.to_document(exclude_defaults=True) == {}
+    assert {"enabled": nfd.enabled, "nodefeaturerules": nfd.node_feature_rules} == _chart_values()["nfd"]
+    assert nfd.values == _chart_values()["node-feature-discovery"]
 
 
 def _models(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> Iterator[type[BaseModel]]:

@@ -12,9 +12,10 @@ from gpu_operator.render import OPERANDS, render, render_operands
 from tests.golden.cases import CASES
 from tests.support.schemas import validate_objects
 
-#: NVIDIA's fixed state order (reference/gpu-operator.md §5.1), without the states we do not render.
+#: NVIDIA's fixed state order (reference/gpu-operator.md §5.1), without the states we do not render, and with the
+#: chart's NFD objects after the pre-requisites.
 STATE_ORDER = [
-    "pre-requisites", "state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin",
+    "pre-requisites", "node-feature-discovery", "state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin",
     "state-mps-control-daemon", "state-dcgm", "state-dcgm-exporter", "gpu-feature-discovery", "state-mig-manager",
     "state-node-status-exporter", "state-vgpu-manager", "state-vgpu-device-manager", "state-sandbox-validation",
     "state-vfio-manager", "state-sandbox-device-plugin", "state-kata-device-plugin", "state-cc-manager",

@@ -25,7 +25,6 @@ Ignored keys (accepted, no effect here) and why:
 * `psp` — PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it.
 * `draDriver` (except `gpus.enabled`) — configures the GPUCluster (DRA) stack, only deployed with
   `gpuCluster.deployCR`.
-* `node-feature-discovery` — values of the NFD subchart; `nfd.enabled` and `nfd.nodefeaturerules` are mapped.
 * `nameOverride`, `fullnameOverride` — names of the chart's own objects.
 
 Rejected values: `platform.openshift: true`, `clusterPolicy.deployCR: false`, `gpuCluster.deployCR: true`,
@@ -239,7 +238,7 @@ _CLUSTER_WIDE: dict[str, Rule] = {
         is_empty, "extra manifests templated by Helm are not rendered; declare them as resources in your Pulumi "
         "program, and remove them here",
     ),
-    "node-feature-discovery": Ignore("values of the NFD subchart; nfd.enabled and nfd.nodefeaturerules are mapped"),
+    "node-feature-discovery": Copy("nfd.values", "set"),
     "nameOverride": Ignore("names the chart's own objects"),
     "fullnameOverride": Ignore("names the chart's own objects"),
 }

@@ -334,13 +334,12 @@ def test_values_must_be_a_mapping() -> None:
 def test_keys_for_helms_own_objects_are_accepted_and_explained() -> None:
     values = {
         "operator": {"logging": {"level": "debug"}, "resources": {"limits": {"cpu": "1"}}, "upgradeCRD": False},
-        "node-feature-discovery": {"worker": {"tolerations": []}},
         "draDriver": {"image": "dra", "computeDomains": {"enabled": True}},
         "driver": {"nvidiaDriverCRD": {"deployDefaultCR": False}},
     }
     assert parse_config(import_helm_values(values)).operator == ClusterPolicySpec()
     assert set(ignored_helm_values(values)) == {
-        "operator.logging", "operator.resources", "operator.upgradeCRD", "node-feature-discovery", "draDriver",
+        "operator.logging", "operator.resources", "operator.upgradeCRD", "draDriver",
         "driver.nvidiaDriverCRD.deployDefaultCR",
     }
     assert all(ignored_helm_values(values).values())
@@ -349,7 +348,16 @@ def test_keys_for_helms_own_objects_are_accepted_and_explained() -> None:
 def test_every_upstream_values_key_has_a_rule() -> None:
     # an unknown key would fail the import; the ignored ones are listed with a reason
     ignored = ignored_helm_values(chart_values(V26))
-    assert {"node-feature-discovery", "draDriver", "operator.affinity", "operator.logging"} <= set(ignored)
+    assert {"draDriver", "operator.affinity", "operator.logging"} <= set(ignored)
+    assert "node-feature-discovery" not in ignored
+
+
+def test_nfd_subchart_values_are_merged_over_the_charts() -> None:
+    values = {"node-feature-discovery": {"worker": {"config": {"sources": {"pci": {"deviceLabelFields": ["vendor", "class"]}}}}}}
+    nfd = parse_config(import_helm_values(values)).nfd
+    assert nfd.values["worker"]["config"]["sources"]["pci"]["deviceLabelFields"] == ["vendor", "class"]
+    assert nfd.values["worker"]["config"]["sources"]["pci"]["deviceClassWhitelist"] == ["02", "0200", "0207", "0300", "0302"]
+    assert nfd.values["master"]["config"]["extraLabelNs"] == ["nvidia.com"]
 
 
 def test_every_copy_target_is_a_field_of_our_document() -> None:
