@@ -17,6 +17,7 @@ from typing import Any
 from collections.abc import Iterable
 
 import jsonschema
+import pytest
 import yaml
 from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
@@ -113,6 +114,8 @@ def _crd_validators(data_dir: Path = REFERENCE_DATA) -> dict[tuple[str, str], js
 
 def crd_errors(obj: dict[str, Any]) -> list[str]:
     """Errors of a custom resource against its upstream CRD (strict); LookupError when the CRD is unknown."""
+    if not (REFERENCE_DATA / "crds").is_dir():
+        pytest.skip(f"upstream CRDs not available in {REFERENCE_DATA}: custom resources cannot be validated")
     validator = _crd_validators().get((obj["apiVersion"], obj["kind"]))
     if validator is None:
         raise LookupError(f"no CRD schema for {obj['apiVersion']} {obj['kind']} in {REFERENCE_DATA}")
