@@ -1,0 +1,160 @@
+"""The state and the checks every simulated NVML call goes through.
+
+`SimulatedCore` holds a node profile and what NVML keeps between calls (init count, pending XID events,
+telemetry counters) and answers the questions every call asks first: is NVML initialised, which GPU (or MIG
+device, or GPU/compute instance) does this handle name, is that GPU lost, does it support this call? Failures
+are raised as pynvml raises them (`pynvml.NVMLError` subclasses), so callers cannot tell a simulated answer
+from a real one. The calls themselves live in the `*_calls` modules and are combined in `SimulatedLibrary`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid as uuidlib
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import pynvml
+
+from gpu_operator.agents.nvml.simulated.profile import (
+    GpuInstanceProfile,
+    GpuModel,
+    MigPlacement,
+    NodeProfile,
+    SimulatedGpu,
+)
+from gpu_operator.agents.nvml.simulated.records import (
+    ComputeInstanceHandle,
+    GpuHandle,
+    GpuInstanceHandle,
+    MigHandle,
+)
+from gpu_operator.agents.nvml.simulated.telemetry import TelemetryGenerator
+
+__all__ = ["SimulatedCore", "MIG_UUID_NAMESPACE", "mig_uuid", "fail"]
+
+#: Namespace of the name-based UUIDs given to simulated MIG devices.
+MIG_UUID_NAMESPACE = uuidlib.UUID("5f6c1d6e-8a55-4c1e-9d43-3c2b8f0e7a10")
+
+#: Calls NVML refuses on a GPU whose MIG mode is on (utilisation belongs to the MIG devices then).
+_MIG_MODE_UNSUPPORTED = frozenset(
+    {"nvmlDeviceGetUtilizationRates", "nvmlDeviceGetEncoderUtilization", "nvmlDeviceGetDecoderUtilization"}
+)
+
+
+def mig_uuid(gpu_uuid: str, gpu_instance: int, compute_instance: int) -> str:
+    """The UUID a simulated MIG device gets: stable for its GPU and instance ids."""
+    return "MIG-" + str(uuidlib.uuid5(MIG_UUID_NAMESPACE, f"{gpu_uuid}/{gpu_instance}/{compute_instance}"))
+
+
+def fail(code: int) -> NoReturn:
+    """Fail the way pynvml does for an NVML return code."""
+    raise pynvml.NVMLError(code)
+
+
+class SimulatedCore:
+    """Profile, state and shared checks. `sleep` is what an idle event wait does (tests may pass a no-op)."""
+
+    def __init__(self, profile: NodeProfile, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.profile = profile
+        self.calls: Counter[str] = Counter()
+        self._sleep = sleep
+        self._telemetry = TelemetryGenerator(profile.seed)
+        self._initialised = 0
+        self._pending = deque(profile.faults.xids)
+        self._lost = frozenset(profile.faults.lost_gpus)
+        self._unsupported_calls = self._per_gpu(lambda m: m.unsupported.calls, lambda f: f.calls)
+        self._unsupported_fields = self._per_gpu(lambda m: m.unsupported.fields, lambda f: f.fields)
+        self._lock = threading.Lock()
+
+    def _per_gpu(
+        self, of_model: Callable[[GpuModel], Sequence[Any]], of_fault: Callable[[Any], Sequence[Any]]
+    ) -> list[frozenset[Any]]:
+        result = []
+        for index in range(len(self.profile.gpus)):
+            items = set(of_model(self.profile.model_of(index)))
+            for fault in self.profile.faults.not_supported:
+                if fault.gpus is None or index in fault.gpus:
+                    items.update(of_fault(fault))
+            result.append(frozenset(items))
+        return result
+
+    # -- checks shared by all calls -------------------------------------------------------------------------
+
+    def _enter(self, name: str) -> None:
+        self.calls[name] += 1
+        if not self._initialised:
+            fail(pynvml.NVML_ERROR_UNINITIALIZED)
+
+    def _gpu(self, handle: Any, name: str) -> tuple[int, SimulatedGpu, GpuModel]:
+        """The GPU a full-GPU call is about, after the lost / unsupported checks."""
+        self._enter(name)
+        if not isinstance(handle, GpuHandle):
+            fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._checked(handle.index, name)
+
+    def _checked(self, index: int, name: str) -> tuple[int, SimulatedGpu, GpuModel]:
+        if index in self._lost:
+            fail(pynvml.NVML_ERROR_GPU_IS_LOST)
+        gpu = self.profile.gpus[index]
+        if name in self._unsupported_calls[index]:
+            fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if name in _MIG_MODE_UNSUPPORTED and gpu.mig is not None and gpu.mig.current:
+            fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return index, gpu, self.profile.model_of(index)
+
+    def _mig(self, handle: Any, name: str) -> tuple[int, SimulatedGpu, GpuModel, MigPlacement]:
+        self._enter(name)
+        if not isinstance(handle, MigHandle):
+            fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        index, gpu, model = self._checked(handle.gpu, name)
+        assert gpu.mig is not None
+        return index, gpu, model, gpu.mig.devices[handle.position]
+
+    def _mig_capable(self, handle: Any, name: str) -> tuple[int, SimulatedGpu, GpuModel]:
+        index, gpu, model = self._gpu(handle, name)
+        if not model.mig_capable:
+            fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return index, gpu, model
+
+    def _compute_slices(self, model: GpuModel, placement: MigPlacement) -> tuple[GpuInstanceProfile, int]:
+        profile = model.mig_profile(placement.profile)
+        assert profile is not None
+        return profile, placement.compute_slices or profile.slices
+
+    def _placements(self, gpu: SimulatedGpu) -> tuple[MigPlacement, ...]:
+        return () if gpu.mig is None or not gpu.mig.current else gpu.mig.devices
+
+    def _instance(self, handle: Any, name: str) -> tuple[int, GpuModel, MigPlacement]:
+        self._enter(name)
+        if not isinstance(handle, GpuInstanceHandle | ComputeInstanceHandle):
+            fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        index, gpu, model = self._checked(handle.gpu, name)
+        placement = next(p for p in self._placements(gpu) if p.gpu_instance == handle.gpu_instance)
+        return index, model, placement
+
+    # -- init and system ------------------------------------------------------------------------------------
+
+    def nvmlInitWithFlags(self, flags: int) -> None:
+        self.calls["nvmlInitWithFlags"] += 1
+        if self.profile.faults.init is not None:
+            fail(getattr(pynvml, f"NVML_ERROR_{self.profile.faults.init}"))
+        self._initialised += 1
+
+    def nvmlShutdown(self) -> None:
+        self._enter("nvmlShutdown")
+        self._initialised -= 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._enter("nvmlSystemGetDriverVersion")
+        return self.profile.driver.version
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion")
+        return self.profile.driver.cuda_version
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._enter("nvmlSystemGetNVMLVersion")
+        return self.profile.driver.nvml_version

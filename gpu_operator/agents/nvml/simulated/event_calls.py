@@ -1,0 +1,77 @@
+"""Simulated event calls: event sets, registration, and XID faults delivered once.
+
+A GPU registers for the event types it supports (XID critical errors, double- and single-bit ECC). Each XID
+fault of the profile is handed out by exactly one `nvmlEventSetWait` on a set its GPU registered with; a wait
+with nothing to deliver sleeps for its timeout and fails with "timeout", like NVML's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pynvml
+
+from gpu_operator.agents.nvml.events import NO_INSTANCE
+from gpu_operator.agents.nvml.simulated.core import SimulatedCore, fail
+from gpu_operator.agents.nvml.simulated.profile import (
+    XidFault,
+)
+from gpu_operator.agents.nvml.simulated.records import (
+    EventRecord,
+    EventSetHandle,
+    GpuHandle,
+)
+
+__all__ = ["EventCalls"]
+
+_EVENT_TYPES = (
+    pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeDoubleBitEccError | pynvml.nvmlEventTypeSingleBitEccError
+)
+
+
+class EventCalls(SimulatedCore):
+    """nvmlEventSetCreate/Wait/Free, nvmlDeviceGetSupportedEventTypes, nvmlDeviceRegisterEvents."""
+
+    # -- events ---------------------------------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self) -> EventSetHandle:
+        self._enter("nvmlEventSetCreate")
+        return EventSetHandle()
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int:
+        self._gpu(handle, "nvmlDeviceGetSupportedEventTypes")
+        return _EVENT_TYPES
+
+    def nvmlDeviceRegisterEvents(self, handle: Any, event_types: int, event_set: Any) -> None:
+        index, _, _ = self._gpu(handle, "nvmlDeviceRegisterEvents")
+        if event_types & ~_EVENT_TYPES:
+            fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        event_set.registered[index] = event_set.registered.get(index, 0) | event_types
+
+    def _deliverable(self, event_set: EventSetHandle) -> XidFault | None:
+        with self._lock:
+            for fault in list(self._pending):
+                if event_set.registered.get(fault.gpu, 0) & pynvml.nvmlEventTypeXidCriticalError:
+                    self._pending.remove(fault)
+                    return fault
+        return None
+
+    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> EventRecord:
+        self._enter("nvmlEventSetWait")
+        if not isinstance(event_set, EventSetHandle) or event_set.freed:
+            fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        fault = self._deliverable(event_set)
+        if fault is None:
+            self._sleep(timeout_ms / 1000)
+            fail(pynvml.NVML_ERROR_TIMEOUT)
+        return EventRecord(
+            device=GpuHandle(fault.gpu),
+            eventType=pynvml.nvmlEventTypeXidCriticalError,
+            eventData=fault.xid,
+            gpuInstanceId=NO_INSTANCE if fault.gpu_instance is None else fault.gpu_instance,
+            computeInstanceId=NO_INSTANCE if fault.compute_instance is None else fault.compute_instance,
+        )
+
+    def nvmlEventSetFree(self, event_set: Any) -> None:
+        self._enter("nvmlEventSetFree")
+        event_set.freed = True

@@ -1,0 +1,117 @@
+"""Simulated telemetry calls: clocks, temperature, power, utilisation and field values.
+
+Values are drawn from the model's telemetry ranges by the node's deterministic generator; counters (energy,
+NVLink traffic) only grow. Field ids a model or a fault lists as unsupported answer "not supported" in their
+own slot of the field-values result, as NVML does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pynvml
+
+from gpu_operator.agents.nvml.simulated.core import SimulatedCore, fail
+from gpu_operator.agents.nvml.simulated.profile import (
+    GpuModel,
+)
+from gpu_operator.agents.nvml.simulated.records import (
+    FieldValueRecord,
+    UtilizationRecord,
+    ValueRecord,
+)
+
+__all__ = ["TelemetryCalls"]
+
+_SAMPLING_PERIOD_US = 167_000
+_ENERGY_START_MJ = (1_000_000, 900_000_000)
+
+
+class TelemetryCalls(SimulatedCore):
+    """nvmlDeviceGet{ClockInfo,Temperature,PowerUsage,UtilizationRates,Encoder/DecoderUtilization,FieldValues}."""
+
+    # -- telemetry ------------------------------------------------------------------------------------------
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, clock_type: int) -> int:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetClockInfo")
+        bounds = {
+            pynvml.NVML_CLOCK_SM: model.telemetry.sm_clock_mhz,
+            pynvml.NVML_CLOCK_MEM: model.telemetry.memory_clock_mhz,
+        }
+        if clock_type not in bounds:
+            fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return self._telemetry.gauge(index, f"clock{clock_type}", bounds[clock_type])
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetTemperature")
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._telemetry.gauge(index, "gpu_temp", model.telemetry.gpu_temp_c)
+
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetPowerUsage")
+        return self._telemetry.gauge(index, "power", model.telemetry.power_milliwatts)
+
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> UtilizationRecord:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetUtilizationRates")
+        return UtilizationRecord(
+            gpu=self._telemetry.gauge(index, "gpu_util", model.telemetry.gpu_util_percent),
+            memory=self._telemetry.gauge(index, "memory_util", model.telemetry.memory_util_percent),
+        )
+
+    def nvmlDeviceGetEncoderUtilization(self, handle: Any) -> list[int]:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetEncoderUtilization")
+        return [self._telemetry.gauge(index, "encoder_util", model.telemetry.encoder_util_percent), _SAMPLING_PERIOD_US]
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: Any) -> list[int]:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetDecoderUtilization")
+        return [self._telemetry.gauge(index, "decoder_util", model.telemetry.decoder_util_percent), _SAMPLING_PERIOD_US]
+
+    def _field(self, index: int, model: GpuModel, field_id: int) -> int | None:
+        t = model.telemetry
+        generators: dict[int, Callable[[], int]] = {
+            pynvml.NVML_FI_DEV_MEMORY_TEMP: lambda: self._telemetry.gauge(index, "memory_temp", t.memory_temp_c),
+            pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: lambda: self._telemetry.counter(
+                index, "energy", _ENERGY_START_MJ, t.power_milliwatts
+            ),
+            pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER: lambda: t.pcie_replay_count,
+            pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_REMAPPED_COR: lambda: 0,
+            pynvml.NVML_FI_DEV_REMAPPED_UNC: lambda: 0,
+            pynvml.NVML_FI_DEV_REMAPPED_PENDING: lambda: 0,
+            pynvml.NVML_FI_DEV_REMAPPED_FAILURE: lambda: 0,
+            pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: lambda: self._telemetry.counter(
+                index, "nvlink_tx", (0, 0), t.nvlink_kib_per_second
+            ),
+            pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: lambda: self._telemetry.counter(
+                index, "nvlink_rx", (0, 0), t.nvlink_kib_per_second
+            ),
+        }
+        generate = generators.get(field_id)
+        return None if generate is None else generate()
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: Sequence[Any]) -> list[FieldValueRecord]:
+        index, _, model = self._gpu(handle, "nvmlDeviceGetFieldValues")
+        stamp = int(time.time() * 1_000_000)
+        values = []
+        for requested in field_ids:
+            field_id, scope_id = requested if isinstance(requested, tuple) else (requested, 0)
+            value = None if field_id in self._unsupported_fields[index] else self._field(index, model, field_id)
+            code = pynvml.NVML_ERROR_NOT_SUPPORTED if value is None else pynvml.NVML_SUCCESS
+            values.append(
+                FieldValueRecord(
+                    fieldId=field_id,
+                    scopeId=scope_id,
+                    timestamp=stamp,
+                    latencyUsec=0,
+                    valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG,
+                    nvmlReturn=code,
+                    value=ValueRecord(ullVal=value or 0),
+                )
+            )
+        return values

@@ -1,0 +1,182 @@
+"""Reading the device plugin's config file (YAML or JSON) with the plugin's own validation.
+
+What the plugin refuses is refused here, with the same reasons: an unknown `version`, a sharing block without
+resources, a resource without `replicas` or with fewer than 2, a resource name that is not a valid DNS
+subdomain (after `nvidia.com/` is added), or a `devices` entry that is neither `all`, a positive count, nor a
+list of GPU indices, MIG indices (`0:1`) and GPU/MIG UUIDs. What the plugin ignores is ignored here with a
+warning: the `resources` section, per-resource `rename`, and `devices` other than `all`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_operator.agents.plugin_config.model import (
+    RESOURCE_PREFIX,
+    PluginConfig,
+    ReplicatedDevices,
+    ReplicatedResource,
+    ReplicatedResources,
+    Sharing,
+)
+
+__all__ = ["PluginConfigError", "parse_plugin_config", "load_plugin_config", "resource_name"]
+
+_log = logging.getLogger(__name__)
+
+VERSION = "v1"
+_MAX_NAME_LENGTH = 63
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_MIG_INDEX = re.compile(r"^\d+:\d+$")
+_SHARED_SUFFIX = ".shared"
+
+
+class PluginConfigError(ValueError):
+    """The config file is one the device plugin would refuse."""
+
+
+def _uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _device_reference(item: Any) -> str:
+    """One entry of a `devices` list, checked the plugin's way, as a string."""
+    if isinstance(item, bool):
+        raise PluginConfigError(f"unsupported device reference {item!r}")
+    if isinstance(item, int) and item >= 0:
+        return str(item)
+    text = str(item) if isinstance(item, str) else ""
+    migs = text.removeprefix("MIG-").split("/")
+    valid = (
+        text.isdigit()
+        or bool(_MIG_INDEX.match(text))
+        or (text.startswith("GPU-") and _uuid(text[4:]))
+        or (text.startswith("MIG-") and _uuid(text[4:]))
+        or (
+            text.startswith("MIG-GPU-")
+            and len(migs) == 3
+            and _uuid(migs[0].removeprefix("GPU-"))
+            and all(part.isdigit() for part in migs[1:])
+        )
+    )
+    if not valid:
+        raise PluginConfigError(f"unsupported device reference {item!r}")
+    return text
+
+
+def _devices(value: Any) -> ReplicatedDevices:
+    if value is None or value == "all":
+        return ReplicatedDevices()
+    if isinstance(value, str):
+        raise PluginConfigError(f"devices set as {value!r} but the only valid string is 'all'")
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise PluginConfigError(f"devices set as {value} but a count of devices must be > 0")
+        return ReplicatedDevices(all=False, count=value)
+    if isinstance(value, list):
+        return ReplicatedDevices(all=False, references=tuple(_device_reference(item) for item in value))
+    raise PluginConfigError(f"unrecognised devices spec {value!r}")
+
+
+def resource_name(value: Any) -> str:
+    """A resource name, fully qualified (`gpu` -> `nvidia.com/gpu`) and validated."""
+    if not isinstance(value, str) or not value:
+        raise PluginConfigError(f"invalid resource name {value!r}")
+    name = value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
+    bare = name.removeprefix(RESOURCE_PREFIX)
+    if len(name) > _MAX_NAME_LENGTH or not _DNS_SUBDOMAIN.match(bare):
+        raise PluginConfigError(f"invalid resource name {value!r}: must be a DNS subdomain of at most 63 characters")
+    return name
+
+
+def _bool(block: Mapping[str, Any], key: str, where: str) -> bool:
+    value = block.get(key, False)
+    if not isinstance(value, bool):
+        raise PluginConfigError(f"{where}.{key} must be true or false, not {value!r}")
+    return value
+
+
+def _resource(raw: Any, rename_by_default: bool, where: str) -> ReplicatedResource:
+    if not isinstance(raw, Mapping):
+        raise PluginConfigError(f"{where}: a resource must be a mapping")
+    if "name" not in raw:
+        raise PluginConfigError(f"{where}: no resource name specified")
+    name = resource_name(raw["name"])
+    if "replicas" not in raw:
+        raise PluginConfigError(f"{where}: no replicas specified for {name}")
+    replicas = raw["replicas"]
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 2:
+        raise PluginConfigError(f"{where}: number of replicas for {name} must be >= 2, not {replicas!r}")
+    devices = _devices(raw.get("devices"))
+    if not devices.all:
+        _log.warning("%s: devices of %s are not yet configurable; replicating all devices", where, name)
+    if raw.get("rename"):
+        resource_name(raw["rename"])
+        _log.warning("%s: rename of %s is not yet supported; ignoring it", where, name)
+    rename = name + _SHARED_SUFFIX if rename_by_default else ""
+    return ReplicatedResource(name=name, replicas=replicas, rename=rename, devices=ReplicatedDevices())
+
+
+def _block(raw: Any, where: str, force_fail_requests: bool) -> ReplicatedResources | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise PluginConfigError(f"{where} must be a mapping")
+    resources = raw.get("resources")
+    if not isinstance(resources, list) or not resources:
+        raise PluginConfigError(f"{where}: no resources specified")
+    rename_by_default = _bool(raw, "renameByDefault", where)
+    fail = _bool(raw, "failRequestsGreaterThanOne", where) or force_fail_requests
+    parsed = tuple(_resource(r, rename_by_default, f"{where}.resources[{i}]") for i, r in enumerate(resources))
+    return ReplicatedResources(parsed, rename_by_default=rename_by_default, fail_requests_greater_than_one=fail)
+
+
+def _sharing(raw: Any) -> Sharing:
+    if raw is None:
+        return Sharing()
+    if not isinstance(raw, Mapping):
+        raise PluginConfigError("sharing must be a mapping")
+    return Sharing(
+        time_slicing=_block(raw.get("timeSlicing"), "sharing.timeSlicing", force_fail_requests=False),
+        mps=_block(raw.get("mps"), "sharing.mps", force_fail_requests=True),
+    )
+
+
+def parse_plugin_config(text: str) -> PluginConfig:
+    """A config file's text (YAML, or JSON which is YAML too)."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise PluginConfigError(f"unmarshal error: {error}") from error
+    document = {} if document is None else document
+    if not isinstance(document, Mapping):
+        raise PluginConfigError("a config file must be a mapping")
+    version = document.get("version") or VERSION
+    if version != VERSION:
+        raise PluginConfigError(f"unknown version: {version}")
+    flags = document.get("flags") or {}
+    if not isinstance(flags, Mapping):
+        raise PluginConfigError("flags must be a mapping")
+    if document.get("resources"):
+        _log.warning("customising the 'resources' field is not yet supported; ignoring it")
+    return PluginConfig(version=version, flags=dict(flags), sharing=_sharing(document.get("sharing")))
+
+
+def load_plugin_config(path: str | Path) -> PluginConfig:
+    """Read and parse a config file; unreadable files raise PluginConfigError."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise PluginConfigError(f"error opening config file: {error}") from error
+    return parse_plugin_config(text)

@@ -1,0 +1,41 @@
+"""`gpu-operator-agent <name>` dispatches to the agent's module."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_operator.agents import cli
+
+
+def test_known_agents() -> None:
+    assert cli.AGENTS == {"feature-discovery": "gpu_operator.agents.feature_discovery.command"}
+
+
+def test_dispatch_passes_the_remaining_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    status = cli.main(
+        [
+            "feature-discovery",
+            "--nvml",
+            "fake:t4-1x",
+            "--oneshot",
+            "--output-file",
+            "",
+            "--no-timestamp",
+            "--use-node-feature-api=false",
+            "--machine-type-file",
+            "",
+        ]
+    )
+    assert status == 0
+    assert "nvidia.com/gpu.product=Tesla-T4\n" in capsys.readouterr().out
+
+
+def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["device-plugin"]) == 2
+    assert "unknown agent 'device-plugin'" in capsys.readouterr().err
+
+
+def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert cli.main(["--help"]) == 0
+    assert "agents: feature-discovery" in capsys.readouterr().err
