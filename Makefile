@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench golden clean
+.PHONY: setup test-tools run test bench golden clean
 
 setup: $(STAMP)
 
@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml setup.py
 run: setup
 	$(VENV)/bin/gpu-operator render -o rendered --summary
 
+## Programs some tests drive for real (Prometheus); best effort, tests skip with a message without them.
+test-tools:
+	./tools/install-test-tools.sh
+
 ## The whole test suite (benchmarks excluded; see `make bench`).
-test: setup
+test: setup test-tools
 	$(PY) -m pytest tests --ignore=tests/bench -q
 
 ## Benchmarks, reported against baselines measured in the same run.
