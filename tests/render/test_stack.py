@@ -126,3 +126,16 @@ def test_disabled_operands_render_nothing() -> None:
     validator = [o for o in operands[1].objects if o["kind"] == "DaemonSet"][0]
     inits = [c["name"] for c in validator["spec"]["template"]["spec"]["initContainers"]]
     assert "plugin-validation" not in inits
+
+
+def test_default_stack_passes_kubernetes_validate_strict_itself() -> None:
+    """The same check through kubernetes-validate's own entry point (our cached validators mirror it)."""
+    import kubernetes_validate
+
+    from tests.support.schemas import KUBERNETES_VERSIONS, is_builtin
+
+    for obj in render(load_config(CASES["default"])):
+        if not is_builtin(obj):
+            continue
+        for version in KUBERNETES_VERSIONS:
+            assert kubernetes_validate.validate(obj, version, strict=True) == version
