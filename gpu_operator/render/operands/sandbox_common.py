@@ -9,8 +9,9 @@ The sandbox validator's init containers write status files under `/run/nvidia/va
 `vfio-pci-ready`, `vgpu-manager-ready` or `host-vgpu-manager-ready`, `vgpu-devices-ready`, `cc-manager-ready`);
 the device plugins and the vGPU device manager gate on them with small wait loops.
 
-RBAC: NVIDIA also grants each operand `use` of OpenShift's `privileged` SecurityContextConstraints. That rule
-grants nothing off OpenShift, so it is left out, and a Role that held nothing else is not rendered at all.
+RBAC: NVIDIA also grants each operand `use` of OpenShift's `privileged` SecurityContextConstraints and read access
+to OpenShift's `config.openshift.io` clusterversions. Neither grants anything off OpenShift, so both are left out,
+and a Role that held nothing else is not rendered at all.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gpu_operator.render.k8s import (
     privileged,
     role,
     role_binding,
+    rule,
     service_account,
 )
 from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR, node_name_env
@@ -38,6 +40,8 @@ from gpu_operator.render.operands.driver_manager import driver_manager_init, pul
 from gpu_operator.render.transforms import merge_env
 
 __all__ = [
+    "SANDBOX_PLUGIN_ROLE_RULES",
+    "SANDBOX_PLUGIN_CLUSTER_RULES",
     "SandboxMode",
     "VALIDATIONS_VOLUME",
     "WORKLOAD_TYPE_FILE",
@@ -70,6 +74,14 @@ def sandbox_operand_enabled(ctx: RenderContext, enabled: bool, mode: SandboxMode
     if not (ctx.sandbox_enabled and enabled):
         return False
     return mode is None or ctx.spec.sandbox_workloads.mode == mode
+
+
+#: RBAC of the sandbox device plugins (KubeVirt and Kata): they manage their validation pods and NodeFeatures.
+SANDBOX_PLUGIN_ROLE_RULES = [
+    rule([""], ["pods"], ["create", "get", "list", "watch", "delete"]),
+    rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["create", "get", "list", "watch", "update"]),
+]
+SANDBOX_PLUGIN_CLUSTER_RULES = [rule([""], ["nodes", "pods"], ["get"])]
 
 
 def operand_rbac(

@@ -18,6 +18,8 @@ from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, daemonset, deploy_selector, host_path, mount, privileged, rule
 from gpu_operator.render.operands.common import VALIDATIONS_DIR
 from gpu_operator.render.operands.sandbox_common import (
+    SANDBOX_PLUGIN_CLUSTER_RULES,
+    SANDBOX_PLUGIN_ROLE_RULES,
     VALIDATIONS_VOLUME,
     operand_rbac,
     sandbox_operand_enabled,
@@ -32,16 +34,6 @@ KEY = "sandbox_device_plugin"
 NAME = "nvidia-sandbox-device-plugin-daemonset"
 SERVICE_ACCOUNT = "nvidia-sandbox-device-plugin"
 CONTAINER = "nvidia-sandbox-device-plugin-ctr"
-
-_ROLE_RULES = [
-    rule([""], ["pods"], ["create", "get", "list", "watch", "delete"]),
-    rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["create", "get", "list", "watch", "update"]),
-]
-_CLUSTER_RULES = [
-    rule(["config.openshift.io"], ["clusterversions"], ["get", "list"]),
-    rule([""], ["nodes", "pods"], ["get"]),
-]
-
 
 def _plugin_container(ctx: RenderContext) -> Object:
     spec = ctx.spec.sandbox_device_plugin
@@ -83,5 +75,7 @@ def _daemonset(ctx: RenderContext) -> Object:
 def render(ctx: RenderContext) -> list[Object]:
     if not sandbox_operand_enabled(ctx, ctx.spec.sandbox_device_plugin.enabled, mode="kubevirt"):
         return []
-    rbac = operand_rbac(ctx, SERVICE_ACCOUNT, role_rules=_ROLE_RULES, cluster_rules=_CLUSTER_RULES)
+    rbac = operand_rbac(
+        ctx, SERVICE_ACCOUNT, role_rules=SANDBOX_PLUGIN_ROLE_RULES, cluster_rules=SANDBOX_PLUGIN_CLUSTER_RULES
+    )
     return [*rbac, _daemonset(ctx)]

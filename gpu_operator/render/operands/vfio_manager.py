@@ -34,7 +34,6 @@ KEY = "vfio_manager"
 NAME = "nvidia-vfio-manager"
 
 _CLUSTER_RULES = [
-    rule(["config.openshift.io"], ["clusterversions"], ["get", "list"]),
     rule([""], ["nodes"], ["get", "list", "patch", "watch"]),
     rule([""], ["pods"], ["get", "list", "watch"]),
     rule([""], ["pods/eviction"], ["create"]),

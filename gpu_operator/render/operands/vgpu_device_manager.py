@@ -53,7 +53,6 @@ CONFIG_DIR = "/vgpu-config"
 
 _ROLE_RULES = [rule([""], ["pods"], ["get", "list", "watch"])]
 _CLUSTER_RULES = [
-    rule(["config.openshift.io"], ["clusterversions"], ["get", "list"]),
     rule([""], ["nodes"], ["get", "list", "watch", "update"]),
 ]
 

@@ -43,7 +43,6 @@ _DRIVERS_DIR = "/drivers"
 _KERNEL_MODULE_VOLUME = "kernel-module-config"
 
 _CLUSTER_RULES = [
-    rule(["config.openshift.io"], ["clusterversions"], ["get", "list"]),
     rule([""], ["nodes"], ["get", "list", "patch", "watch"]),
     rule([""], ["pods"], ["get", "list", "watch"]),
     rule([""], ["pods/eviction"], ["create"]),

@@ -46,8 +46,7 @@ def test_objects_and_rbac() -> None:
         {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"],
          "verbs": ["create", "get", "list", "watch", "update"]},
     ]
-    cluster_rules = find(objects, "ClusterRole")["rules"]
-    assert cluster_rules[1] == {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get"]}
+    assert find(objects, "ClusterRole")["rules"] == [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get"]}]
     assert find(objects, "RoleBinding")["roleRef"]["name"] == "nvidia-sandbox-device-plugin"
     assert_valid(objects)
 

@@ -38,7 +38,6 @@ def test_objects_in_upstream_order_without_the_scc_role() -> None:
         ("DaemonSet", "nvidia-vfio-manager"),
     ]
     assert find(objects, "ClusterRole")["rules"] == [
-        {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch", "watch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},

@@ -50,7 +50,6 @@ def test_rbac_rules() -> None:
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
     ]
     assert find(objects, "ClusterRole")["rules"] == [
-        {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update"]},
     ]
 

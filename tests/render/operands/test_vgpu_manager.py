@@ -47,7 +47,6 @@ def test_objects_in_upstream_order_without_the_scc_role() -> None:
 def test_cluster_role_lets_the_driver_manager_pause_and_evict() -> None:
     rules = find(render_operand(vgpu_manager.render, ENABLED), "ClusterRole")["rules"]
     assert rules == [
-        {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch", "watch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
