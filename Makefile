@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## Render the built-in default stack into ./rendered/ and print a summary (no cluster, cloud or CLI needed).
+## Render the built-in default stack (an AKS ND H100 v5 pool with the full operator) into ./rendered/: the
+## manifests, the pool's AKS agent pool as ARM JSON under rendered/azure/, and a summary of operands and pools
+## (no cluster, cloud or CLI needed).
 run: setup
 	$(VENV)/bin/gpu-operator render -o rendered --summary
 

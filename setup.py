@@ -1,14 +1,16 @@
 """Package layout: the top-level `components/` folder ships as `gpu_operator.components`.
 
-pyproject.toml cannot express a renamed package together with discovery, so the mapping lives here.
+pyproject.toml cannot express a renamed package together with discovery, so the mapping lives here. Namespace
+discovery keeps data-only folders (simulated GPU profiles, operand scripts, the built-in config) in the wheel.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
-CORE = find_packages(include=["gpu_operator", "gpu_operator.*"])
+_EXCLUDE = ["*.__pycache__", "*.__pycache__.*"]
+CORE = find_namespace_packages(include=["gpu_operator", "gpu_operator.*"], exclude=_EXCLUDE)
 COMPONENTS = [
     "gpu_operator." + package
-    for package in find_packages(include=["components", "components.*"])
+    for package in find_namespace_packages(include=["components", "components.*"], exclude=_EXCLUDE)
 ]
 
 setup(packages=CORE + COMPONENTS, package_dir={"gpu_operator.components": "components"})

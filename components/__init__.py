@@ -1,14 +1,27 @@
 """Pulumi ComponentResources for GPU clusters; import them as `gpu_operator.components`.
 
-Components are thin: the Kubernetes knowledge lives in :mod:`gpu_operator.render`; a component validates its
-config, renders, and registers the objects with the right parent, provider and ordering.
+Components are thin: the Kubernetes and AKS knowledge lives in :mod:`gpu_operator.render`; a component validates
+its config, renders, and registers the result with the right parent, provider and ordering.
+
+* `GpuCluster`: the whole fleet for one environment (cluster, GPU pools, operator);
+* `AksCluster`, `GpuNodePool`: the cluster (existing or created) and one GPU agent pool;
+* `GpuOperator` (with `GpuOperand`, `NodeFeatureDiscovery`): the operator's operands on any cluster.
 """
 
+from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
+from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
+from gpu_operator.components.node_pool import GpuNodePool, GpuNodePoolArgs
 from gpu_operator.components.operand import GpuOperand, GpuOperandArgs
 from gpu_operator.components.operator import GpuOperator, GpuOperatorArgs
 
 __all__ = [
+    "AksCluster",
+    "AksClusterArgs",
+    "GpuCluster",
+    "GpuClusterArgs",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
     "GpuOperand",
     "GpuOperandArgs",
     "GpuOperator",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any, NotRequired, TypedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -55,6 +55,14 @@ def _with_skip_await(operand: RenderedOperand) -> list[dict[str, Any]]:
     return objects
 
 
+def _resources(depends_on: pulumi.Input[Sequence[pulumi.Input[pulumi.Resource]]] | pulumi.Resource | None) -> list:
+    if depends_on is None:
+        return []
+    if isinstance(depends_on, pulumi.Resource):
+        return [depends_on]
+    return list(depends_on)  # type: ignore[arg-type]
+
+
 class GpuOperator(pulumi.ComponentResource):
     """The GPU operator's operands for one cluster."""
 
@@ -80,7 +88,8 @@ class GpuOperator(pulumi.ComponentResource):
         chart = nfd_chart(config)
         self.operands = {}
         self.node_feature_discovery = None
-        before: list[pulumi.Resource] = []
+        # a component's depends_on never reaches its children: hand it to the first operand
+        before: list[pulumi.Resource] = list(_resources(opts.depends_on)) if opts is not None else []
         for operand in rendered:
             objects = list(operand.objects) if wait else _with_skip_await(operand)
             created = self.operands[operand.key] = GpuOperand(

@@ -3,18 +3,23 @@
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
 
-Without `-f`, `render` uses the built-in default stack. A bad config prints every problem and exits with status 2.
+Without `-f`, `render` uses the built-in default stack. With `-o DIR`, the AKS resources of the config (one
+agent pool per GPU pool, and the cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`;
+stdout only ever carries Kubernetes manifests. A bad config prints every problem and exits with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 from collections.abc import Sequence
 
-from gpu_operator.config import ConfigError, load_config
+from gpu_operator.config import ConfigError, GpuStackConfig, load_config
 from gpu_operator.manifests import dump_all_yaml, dump_yaml, format_table, summary_rows, write_directory
+from gpu_operator.render.registry import RenderedOperand
 
 __all__ = ["main", "build_parser"]
 
@@ -36,25 +41,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _write_azure(config: GpuStackConfig, directory: Path) -> list[Path]:
+    """Write the config's ARM documents under `directory/azure/`, replacing the ones a previous render wrote."""
+    from gpu_operator.render.aks.documents import AZURE_FILE_PREFIXES, azure_documents
+
+    documents = azure_documents(config)
+    azure = directory / "azure"
+    if azure.is_dir():
+        for stale in azure.glob("*.json"):
+            if stale.name.startswith(AZURE_FILE_PREFIXES):
+                stale.unlink()
+    if documents:
+        azure.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, document in documents.items():
+        path = azure / name
+        path.write_text(json.dumps(document, indent=2) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _print_summary(
+    config: GpuStackConfig, operands: Sequence[RenderedOperand], objects: Sequence[dict[str, Any]]
+) -> None:
+    from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
+    from gpu_operator.render.nfd import nfd_chart
+
+    print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)))
+    print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
+          f"namespace {config.namespace}")
+    chart = nfd_chart(config)
+    if chart is not None:
+        print(f"plus Helm chart {chart.chart} {chart.version} (Node Feature Discovery, installed by GpuOperator)")
+    aks = config.aks
+    if config.pools and aks is not None:
+        created = "created by the stack" if aks.create else "existing"
+        print(f"\nGPU pools in AKS cluster {aks.resource_group}/{aks.cluster_name} ({created}):")
+        print(format_table(POOL_HEADER, pool_summary_rows(config)))
+
+
 def _render(args: argparse.Namespace) -> int:
     from gpu_operator.render import render_operands
-    from gpu_operator.render.nfd import nfd_chart
 
     config = load_config(args.file)
     operands = render_operands(config)
     objects = [obj for operand in operands for obj in operand.objects]
     if args.output is not None:
         paths = write_directory(objects, args.output)
-        print(f"wrote {len(paths)} objects to {args.output}/", file=sys.stderr if not args.summary else sys.stdout)
+        azure = _write_azure(config, args.output)
+        where = sys.stderr if not args.summary else sys.stdout
+        print(f"wrote {len(paths)} objects to {args.output}/", file=where)
+        if azure:
+            plural = "s" if len(azure) != 1 else ""
+            print(f"wrote {len(azure)} AKS resource{plural} to {args.output / 'azure'}/", file=where)
     elif not args.summary:
         sys.stdout.write(dump_all_yaml(objects))
     if args.summary:
-        print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)))
-        print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
-              f"namespace {config.namespace}")
-        chart = nfd_chart(config)
-        if chart is not None:
-            print(f"plus Helm chart {chart.chart} {chart.version} (Node Feature Discovery, installed by GpuOperator)")
+        _print_summary(config, operands, objects)
     return 0
 
 

@@ -16,6 +16,9 @@ __all__ = ["AGENTS", "main"]
 #: Agent name -> module providing `main(argv: Sequence[str]) -> int`.
 AGENTS: dict[str, str] = {
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
+    "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
+    "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
+    "validator": "gpu_operator.agents.validator.command",
 }
 
 _USAGE = "usage: gpu-operator-agent <agent> [flags]\nagents: {}\n"

@@ -77,6 +77,10 @@ class AgentsConfig(ConfigModel):
     overrides: dict[AgentOperand, Implementation] = Field(
         default={}, description="per-operand choice, keyed by ClusterPolicy section (devicePlugin, gfd, ...)"
     )
+    gpu_devices: bool = Field(
+        default=True,
+        description="with our feature-discovery agent, keep one GpuDevice object per GPU (kubectl get gpudevices)",
+    )
 
     def implementation_of(self, operand: str) -> Implementation:
         """Which implementation runs `operand` (a ClusterPolicy section name or `driverManager`)."""

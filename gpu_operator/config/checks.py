@@ -2,7 +2,8 @@
 
 Field-level rules live on the models; these are the ones a single field cannot see: a ConfigMap named in one
 section and filled in another, a MIG strategy inherited by a device-plugin config, features NVIDIA would accept
-but this package does not render. Every rule names the key to change.
+but this package does not render. Every rule names the key to change. The rules about GPU pools live in
+:mod:`gpu_operator.config.pool_checks` and run here too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import Problem
+from gpu_operator.config.pool_checks import POOL_CHECKS
 
 __all__ = ["CHECKS", "semantic_problems"]
 
@@ -224,6 +226,7 @@ CHECKS: tuple[Check, ...] = (
     _vgpu_manager_needs_an_image,
     _toolkit_host_paths,
     _hpc_job_mapping_directory,
+    *POOL_CHECKS,
 )
 
 

@@ -7,7 +7,13 @@ agents: {...}                  # the agents image, and which operands run it ins
 nfd: {...}                     # Node Feature Discovery, as the chart's subchart switch
 operator: {...}                # an NVIDIA ClusterPolicy `spec`, verbatim, with the Helm chart's defaults
 configs: {...}                 # contents of the ConfigMaps that `operator` names (device-plugin, MIG, metrics)
+aks: {...}                     # the AKS cluster the GPU pools join (existing, or created by the stack)
+pools: [...]                   # AKS GPU node pools; their taints, OS images and GPUs flow into the sections above
 ```
+
+With pools, the config the operands are rendered from is the *effective* one (`gpu_operator.config.effective`):
+every pool taint is tolerated by every operand, `cluster.operatingSystems` lists the pools' node images, and
+InfiniBand pools get the GPUDirect RDMA wiring.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from gpu_operator.config.agents import AgentsConfig
+from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.cluster import ClusterFacts
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
@@ -24,6 +31,7 @@ from gpu_operator.config.dcgm_metrics import check_metrics_csv
 from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.mig_parted import MigPartedConfig
+from gpu_operator.config.pools import GpuPool
 
 __all__ = ["NfdSpec", "OperandConfigs", "GpuStackConfig", "NFD_SUBCHART_VALUES"]
 
@@ -106,7 +114,7 @@ class OperandConfigs(ConfigModel):
 
 
 class GpuStackConfig(ConfigModel):
-    """Everything needed to render the GPU operator's operands for one cluster."""
+    """Everything needed to render the GPU operator's operands, and the AKS GPU pools, for one cluster."""
 
     namespace: DnsLabel = "gpu-operator"
     cluster: ClusterFacts = ClusterFacts()
@@ -114,3 +122,12 @@ class GpuStackConfig(ConfigModel):
     nfd: NfdSpec = NfdSpec()
     operator: ClusterPolicySpec = ClusterPolicySpec()
     configs: OperandConfigs = OperandConfigs()
+    aks: AksSpec | None = None
+    pools: tuple[GpuPool, ...] = ()
+
+    def pool(self, name: str) -> GpuPool:
+        """The pool called `name`; KeyError when there is none."""
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(f"no pool named {name!r} (pools: {', '.join(p.name for p in self.pools) or 'none'})")

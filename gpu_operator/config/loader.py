@@ -1,7 +1,8 @@
 """Reading a config document: from a mapping, YAML text or a file, to a validated GpuStackConfig.
 
 Validation happens once, completely, before anything is rendered or registered: field errors and cross-section
-errors are gathered into one ConfigError.
+errors are gathered into one ConfigError. A valid document is returned as its effective config (what its GPU
+pools imply folded into the operator and cluster sections, see :mod:`gpu_operator.config.effective`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from gpu_operator.config.checks import semantic_problems
 from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.effective import effective_config
 from gpu_operator.config.errors import ConfigError, Problem, problems_from_validation_error
 
 __all__ = ["parse_config", "load_config", "read_yaml_mapping", "BUILTIN_DEFAULT"]
@@ -24,7 +26,7 @@ BUILTIN_DEFAULT = Path(__file__).with_name("builtin") / "default.yaml"
 
 
 def parse_config(data: Mapping[str, Any] | GpuStackConfig | None, source: str = "config") -> GpuStackConfig:
-    """Validate a config document; raise ConfigError listing every problem."""
+    """Validate a config document and return its effective config; raise ConfigError listing every problem."""
     if isinstance(data, GpuStackConfig):
         doc = data
     else:
@@ -37,7 +39,7 @@ def parse_config(data: Mapping[str, Any] | GpuStackConfig | None, source: str = 
     problems = semantic_problems(doc)
     if problems:
         raise ConfigError(problems, source)
-    return doc
+    return effective_config(doc)
 
 
 def read_yaml_mapping(path: Path | str) -> dict[str, Any]:

@@ -8,7 +8,19 @@ from gpu_operator.agents import cli
 
 
 def test_known_agents() -> None:
-    assert cli.AGENTS == {"feature-discovery": "gpu_operator.agents.feature_discovery.command"}
+    assert cli.AGENTS == {
+        "feature-discovery": "gpu_operator.agents.feature_discovery.command",
+        "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
+        "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
+        "validator": "gpu_operator.agents.validator.command",
+    }
+
+
+def test_every_agent_module_has_a_main() -> None:
+    import importlib
+
+    for module in cli.AGENTS.values():
+        assert callable(importlib.import_module(module).main), module
 
 
 def test_dispatch_passes_the_remaining_flags(capsys: pytest.CaptureFixture[str]) -> None:

@@ -150,3 +150,14 @@ def test_bad_config_registers_nothing() -> None:
         run_program(_program(bad), recording=recording)
     assert {p.path for p in error.value.problems} == {"bogus", "operator.mig.strategy"}
     assert [r.type for r in recording.registrations] == ["pulumi:providers:kubernetes"]
+
+
+def test_depends_on_reaches_the_first_operand() -> None:
+    def program() -> None:
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        gate = k8s.core.v1.ConfigMap("gate", metadata={"name": "gate"}, opts=pulumi.ResourceOptions(provider=provider))
+        GpuOperator("gpu", {"provider": provider}, pulumi.ResourceOptions(depends_on=[gate]))
+
+    recording = run_program(program)
+    gate = recording.named("gate")
+    assert gate.urn in recording.named("gpu-prerequisites").dependencies

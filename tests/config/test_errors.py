@@ -97,6 +97,19 @@ def plugin_configs(*names: str, **reference: str) -> dict[str, Any]:
         "operator": {"devicePlugin": {"config": {"name": "plugin-config", **reference}}},
     }
 
+AKS = {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu", "kubernetesVersion": "1.34"}
+CREATED_AKS = {**AKS, "create": True, "location": "westeurope"}
+H100 = {"name": "h100", "vmSize": "Standard_ND96isr_H100_v5"}
+T4 = {"name": "t4", "vmSize": "Standard_NC4as_T4_v3"}
+V100_FACTS = {"model": "V100-SXM2-32GB", "count": 8, "memoryGiB": 32}
+NO_AKS_DRIVER = {"driver": {"enabled": False}, "toolkit": {"enabled": False}}
+
+
+def with_pools(*pools: dict[str, Any], **sections: Any) -> dict[str, Any]:
+    """A document with the AKS cluster, these pools and any other sections."""
+    return {"aks": AKS, "pools": list(pools), **sections}
+
+
 # (check, failing document, path of its problem, a passing document)
 CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     (
@@ -250,6 +263,116 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True}}}},
         "operator.dcgmExporter.hpcJobMapping.directory",
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": "/var/lib/job-mapping"}}}},
+    ),
+    (
+        "_pools_need_an_aks_cluster",
+        {"pools": [{**H100, "osSKU": "Ubuntu2204"}]},
+        "aks",
+        with_pools(H100),
+    ),
+    (
+        "_pool_names_are_unique",
+        with_pools(H100, H100),
+        "pools[1].name",
+        with_pools(H100, {**H100, "name": "h100b"}),
+    ),
+    (
+        "_pool_names_are_unique",
+        {"aks": CREATED_AKS, "pools": [{**H100, "name": "system"}]},
+        "pools[0].name",
+        {"aks": {**CREATED_AKS, "systemPool": {"name": "sys"}}, "pools": [{**H100, "name": "system"}]},
+    ),
+    (
+        "_pool_vm_size_is_known",
+        with_pools({"name": "v100", "vmSize": "Standard_ND40rs_v2"}),
+        "pools[0].vmSize",
+        with_pools({"name": "v100", "vmSize": "Standard_ND40rs_v2", "gpu": V100_FACTS}),
+    ),
+    (
+        "_pool_count_fits_autoscale",
+        with_pools({**H100, "count": 5, "autoscale": {"minCount": 0, "maxCount": 4}}),
+        "pools[0].count",
+        with_pools({**H100, "count": 4, "autoscale": {"minCount": 0, "maxCount": 4}}),
+    ),
+    (
+        "_aks_managed_driver_excludes_operator_driver",
+        with_pools({**T4, "gpuDriver": "aks"}, operator={"toolkit": {"enabled": False}}),
+        "operator.driver.enabled",
+        with_pools({**T4, "gpuDriver": "aks"}, operator=NO_AKS_DRIVER),
+    ),
+    (
+        "_aks_managed_driver_excludes_operator_driver",
+        with_pools({**T4, "gpuDriver": "aks"}, operator={"driver": {"enabled": False}}),
+        "operator.toolkit.enabled",
+        with_pools({**T4, "gpuDriver": "operator"}, operator={"driver": {"enabled": False}}),
+    ),
+    (
+        "_pool_os_is_known",
+        {"aks": {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu"}, "pools": [H100]},
+        "pools[0].osSKU",
+        {"aks": {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu"}, "pools": [{**H100, "orchestratorVersion": "1.33"}]},
+    ),
+    (
+        "_pool_mig_config",
+        with_pools({**T4, "migConfig": "all-1g.5gb"}),
+        "pools[0].migConfig",
+        with_pools({**H100, "migConfig": "all-1g.10gb"}),
+    ),
+    (
+        "_pool_mig_config",
+        with_pools({**H100, "migConfig": "all-1g.5gb"}),
+        "pools[0].migConfig",
+        with_pools({**H100, "migConfig": "all-7g.80gb"}),
+    ),
+    (
+        "_pool_mig_config",
+        with_pools({**H100, "migConfig": "all-balanced"}),
+        "pools[0].migConfig",
+        with_pools({**H100, "migConfig": "all-balanced"}, operator={"mig": {"strategy": "mixed"}}),
+    ),
+    (
+        "_pool_mig_config",
+        with_pools({**H100, "migConfig": "all-1g.10gb"}, operator={"migManager": {"enabled": False}}),
+        "pools[0].migConfig",
+        with_pools(H100, operator={"migManager": {"enabled": False}}),
+    ),
+    (
+        "_pool_mig_config",
+        with_pools({**H100, "migConfig": "all-1g.10gb"}, configs={"migManager": CUSTOM_MIG},
+                   operator={"migManager": {"config": {"name": "mig-config", "default": ""}}}),
+        "pools[0].migConfig",
+        with_pools({**H100, "migConfig": "half"}, configs={"migManager": CUSTOM_MIG},
+                   operator={"migManager": {"config": {"name": "mig-config", "default": ""}}}),
+    ),
+    (
+        "_pool_device_plugin_config_exists",
+        with_pools({**T4, "devicePluginConfig": "shared"}),
+        "pools[0].devicePluginConfig",
+        with_pools({**T4, "devicePluginConfig": "shared"}, **plugin_configs("shared")),
+    ),
+    (
+        "_pool_device_plugin_config_exists",
+        with_pools({**T4, "devicePluginConfig": "shared"}, **plugin_configs("exclusive")),
+        "pools[0].devicePluginConfig",
+        with_pools({**T4, "devicePluginConfig": "exclusive"}, **plugin_configs("exclusive")),
+    ),
+    (
+        "_pool_workload_needs_sandbox",
+        with_pools({**H100, "workload": "vm-passthrough"}),
+        "pools[0].workload",
+        with_pools({**H100, "workload": "vm-passthrough"}, operator={"sandboxWorkloads": {"enabled": True}}),
+    ),
+    (
+        "_aks_cluster_settings",
+        {"aks": {**AKS, "create": True}},
+        "aks.location",
+        {"aks": CREATED_AKS},
+    ),
+    (
+        "_aks_cluster_settings",
+        {"aks": {**AKS, "systemPool": {"count": 3}}},
+        "aks.systemPool",
+        {"aks": {**CREATED_AKS, "systemPool": {"count": 3}}},
     ),
 ]
 

@@ -20,18 +20,14 @@ from gpu_operator.agents.feature_discovery.loop import (
     read_machine_type,
     run,
 )
+from gpu_operator.agents.feature_discovery.publishing import build_sink
 from gpu_operator.agents.feature_discovery.settings import (
     Settings,
     SettingsError,
     add_arguments,
     resolve_settings,
 )
-from gpu_operator.agents.feature_discovery.sinks import (
-    SINK_FACTORIES,
-    LabelSink,
-    SinkUnavailable,
-    sink_kind,
-)
+from gpu_operator.agents.feature_discovery.sinks import LabelSink, SinkUnavailable
 from gpu_operator.agents.nvml import Nvml, NvmlError, open_nvml
 from gpu_operator.agents.signals import SignalQueue
 
@@ -79,10 +75,10 @@ def open_gpus(settings: Settings) -> Nvml:
         raise AgentFailure(str(error)) from error
 
 
-def make_sink(settings: Settings) -> LabelSink:
-    """The output GFD's flags select (file, stdout or NodeFeature API), or AgentFailure."""
+def make_sink(settings: Settings, nvml: Nvml) -> LabelSink:
+    """The output GFD's flags select (file, stdout or NodeFeature API, plus the GPU inventory), or AgentFailure."""
     try:
-        return SINK_FACTORIES[sink_kind(settings.output_file, settings.use_node_feature_api)](settings.output_file)
+        return build_sink(settings, nvml)
     except SinkUnavailable as error:
         raise AgentFailure(str(error)) from error
 

@@ -25,6 +25,7 @@ from gpu_operator.agents.feature_discovery.labels import (
     node_labels,
     take_snapshot,
 )
+from gpu_operator.agents.feature_discovery.publishing import PublishFailed
 from gpu_operator.agents.feature_discovery.settings import Settings
 from gpu_operator.agents.feature_discovery.sinks import FILE, LabelSink, sink_kind
 from gpu_operator.agents.nvml import Nvml, NvmlError
@@ -50,7 +51,7 @@ class Dependencies:
 
     load_settings: Callable[[], Settings]
     open_nvml: Callable[[Settings], Nvml]
-    make_sink: Callable[[Settings], LabelSink]
+    make_sink: Callable[[Settings, Nvml], LabelSink]
     read_machine_type: Callable[[str], str | None]
     signals: SignalSource
     clock: Callable[[], float]
@@ -91,7 +92,7 @@ def _one_run(settings: Settings, nvml: Nvml, sink: LabelSink, deps: Dependencies
                 continue
             _log.info("received signal %d, %s", received, "restarting" if received == RELOAD else "shutting down")
             return _End.RESTART if received == RELOAD else _End.EXIT
-    except (LabelError, NvmlError, OSError) as error:
+    except (LabelError, NvmlError, OSError, PublishFailed) as error:
         raise AgentFailure(f"error generating labels: {error}") from error
     finally:
         if withdraws_on_exit(settings):
@@ -106,7 +107,7 @@ def run(deps: Dependencies) -> int:
             settings = deps.load_settings()
             if nvml is None:
                 nvml = deps.open_nvml(settings)
-            sink = deps.make_sink(settings)
+            sink = deps.make_sink(settings, nvml)
             if _one_run(settings, nvml, sink, deps) is _End.EXIT:
                 return 0
     finally:

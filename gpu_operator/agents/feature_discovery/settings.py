@@ -227,6 +227,25 @@ OPTIONS: tuple[Option, ...] = (
         help="the pod's name (NodeFeature mode)",
     ),
     Option(
+        name="kubeconfig",
+        flags=("--kubeconfig",),
+        env=("KUBECONFIG",),
+        file_path=None,
+        parse=str,
+        default="",
+        help="a kubeconfig file for the API (default: the pod's service account)",
+    ),
+    Option(
+        name="publish_gpu_devices",
+        flags=("--publish-gpu-devices",),
+        env=("GFD_PUBLISH_GPU_DEVICES",),
+        file_path=None,
+        parse=parse_bool,
+        default=False,
+        help="also publish one GpuDevice object (gpu.pulumi-gpu-operator.io) per GPU",
+        boolean=True,
+    ),
+    Option(
         name="nvml",
         flags=("--nvml",),
         env=(NVML_ENV,),
@@ -256,6 +275,8 @@ class Settings:
     namespace: str = ""
     node_name: str = ""
     pod_name: str = ""
+    kubeconfig: str = ""
+    publish_gpu_devices: bool = False
     nvml: str = "auto"
     plugin_config: PluginConfig = field(default_factory=PluginConfig)
 

@@ -5,8 +5,10 @@
   reads half a file. Withdrawing removes the file and the `gfd-tmp` directory, so NFD drops the labels.
 * `StreamSink` prints the lines (GFD's `--output-file ""`); there is nothing to withdraw.
 
-Publishing a `NodeFeature` object through the API server is another sink; :data:`SINK_FACTORIES` is where it is
-added. Lines are written in sorted order (GFD's order is Go's random map order, so any order is faithful).
+:data:`SINK_FACTORIES` builds the sinks that need nothing but the output setting. Publishing a `NodeFeature` object
+through the API server needs the node, the namespace and API access, so :mod:`.publishing` builds that sink (and
+adds the GPU inventory around any sink). Lines are written in sorted order (GFD's order is Go's random map order,
+so any order is faithful).
 """
 
 from __future__ import annotations
@@ -116,12 +118,13 @@ def sink_kind(output_file: str, use_node_feature_api: bool) -> str:
 
 def _no_node_feature_publisher(output_file: str) -> LabelSink:
     raise SinkUnavailable(
-        "publishing NodeFeature objects is not available in this agent; "
-        "set --use-node-feature-api=false (GFD_USE_NODE_FEATURE_API=false) to write the features.d file"
+        "the NodeFeature API needs the node, the namespace and API access (see publishing.build_sink), "
+        "not just the output file; set --use-node-feature-api=false (GFD_USE_NODE_FEATURE_API=false) "
+        "to write the features.d file"
     )
 
 
-#: Sink kind -> factory taking the output file setting.
+#: Sink kind -> factory taking the output file setting (the NodeFeature API is built by `publishing`).
 SINK_FACTORIES: dict[str, Callable[[str], LabelSink]] = {
     FILE: FeatureFileSink,
     STDOUT: lambda _: StreamSink(),

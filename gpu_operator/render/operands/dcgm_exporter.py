@@ -16,7 +16,8 @@ Switches:
 * `service.type` / `service.internalTrafficPolicy` on Service `nvidia-dcgm-exporter`; the ServiceMonitor follows
   `serviceMonitor` when the cluster has the Prometheus Operator CRDs (`cluster.prometheusOperator`).
 
-With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes.
+With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes,
+unprivileged: root with CAP_SYS_ADMIN only, GPUs through the runtime (see `agent_security`).
 Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out,
 keeping the ConfigMap read rule.
 """
@@ -48,6 +49,7 @@ from gpu_operator.render.k8s import (
     service_account,
 )
 from gpu_operator.render.operands import dcgm
+from gpu_operator.render.operands.agent_security import secure_agent
 from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.transforms import finalize_daemonset
 
@@ -188,6 +190,7 @@ def _daemonset(ctx: RenderContext) -> Object:
         pod.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
     ds = daemonset(ctx, NAME, labels=LABELS, pod_spec=pod, pod_annotations=spec.annotations)
     apply_runtime_class(ctx, pod, ds["spec"]["template"]["metadata"])
+    secure_agent(ctx, SECTION, pod["containers"][0], spec.env)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=spec, main_container=NAME)
 
 

@@ -5,7 +5,8 @@ the container runtime: by CDI annotations and CRI device fields when CDI is on (
 `NVIDIA_VISIBLE_DEVICES` env var otherwise. It starts once `toolkit-ready` exists, and NVIDIA's image runs an
 operator-provided `/bin/entrypoint.sh` (ConfigMap `nvidia-device-plugin-entrypoint`) that waits for the
 validator's `driver-ready` and exports the driver paths recorded there. Our agent (`gpu-operator-agent
-device-plugin`) does that wait itself, so with the agent the entrypoint ConfigMap is neither created nor mounted.
+device-plugin`) does that wait itself, so with the agent the entrypoint ConfigMap is neither created nor mounted,
+and it runs unprivileged as root (CAP_SYS_ADMIN only when it must watch MIG devices; see `agent_security`).
 
 Named plugin configs (time-slicing, MPS sharing, MIG strategy per node) come through `devicePlugin.config`; see
 :mod:`gpu_operator.render.operands.plugin_config`. MPS sharing also needs the MPS root (`devicePlugin.mps.root`,
@@ -37,6 +38,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
+from gpu_operator.render.operands.agent_security import secure_agent, secure_config_managers
 from gpu_operator.render.operands.common import (
     VALIDATIONS_DIR,
     apply_runtime_class,
@@ -174,6 +176,8 @@ def _daemonset(ctx: RenderContext) -> Object:
     merge_env(main, _storage_env(ctx))
     add_plugin_config(ctx, pod, main)
     merge_env(main, mig_env(ctx) + _cdi_env(ctx))
+    secure_agent(ctx, SECTION, main, ctx.spec.device_plugin.env)
+    secure_config_managers(ctx, SECTION, pod)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.device_plugin, main_container=CONTAINER)
 
 

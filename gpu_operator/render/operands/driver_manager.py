@@ -3,7 +3,8 @@
 It unloads an old driver, evicts or drains GPU pods when asked, and pauses the other operands through their
 `nvidia.com/gpu.deploy.*` labels meanwhile (see the reference's §9.2). The driver, vGPU manager and vfio
 manager DaemonSets all start with it; they differ only in whether GPU-pod eviction is on. Our agent implements
-the same program as `gpu-operator-agent driver-manager uninstall_driver`, reading the same env.
+the same program as `gpu-operator-agent driver-manager uninstall_driver`, reading the same env; it stays
+privileged and states `runAsUser: 0`, since the agents image's own user is not root.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, env, env_field, mount, privileged
+from gpu_operator.render.operands.agent_security import secure_agent
 from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import merge_env
 
@@ -64,6 +66,7 @@ def driver_manager_init(
     }
     merge_env(container, extra_env or [])
     merge_env(container, spec.env)
+    secure_agent(ctx, SECTION, container)
     return container
 
 

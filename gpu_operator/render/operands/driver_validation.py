@@ -8,14 +8,16 @@ driver container answers `nvidia-smi`, writes `driver-ready` with the driver roo
 Finding an operator-managed driver DaemonSet needs the pod's namespace, hence `OPERATOR_NAMESPACE`.
 
 NVIDIA runs the checks as `sh -c nvidia-validator` from its validator image; with our agent they run as
-`gpu-operator-agent validator`, reading the same env. The image itself is filled in by the shared validation
-transform (`finalize_daemonset`), which gives every `*validation*` init container the validator's image.
+`gpu-operator-agent validator`, reading the same env; `driver-validation` stays privileged either way. The image
+itself is filled in by the shared validation transform (`finalize_daemonset`), which gives every `*validation*`
+init container the validator's image.
 """
 
 from __future__ import annotations
 
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object, env, env_field, mount, privileged
+from gpu_operator.render.operands.agent_security import secure_check
 from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR
 from gpu_operator.render.transforms import merge_env
 
@@ -53,4 +55,5 @@ def driver_validation_init(ctx: RenderContext) -> Object:
         ],
     }
     merge_env(container, ctx.spec.validator.driver.env)
+    secure_check(ctx, "driver", container)
     return container

@@ -8,13 +8,17 @@ devices are labelled, and the device-plugin config (the same ConfigMap and node 
 decides the sharing labels, including `nvidia.com/mps.capable`, which schedules the MPS control daemon.
 
 With our agent the container runs `gpu-operator-agent feature-discovery` from the agents image and keeps the
-`GFD_*` env, mounts and RBAC. Without a device plugin, the plugin config ConfigMap from `configs.devicePlugin` is
-created here, since GFD still reads it. Upstream also grants OpenShift's `privileged` SCC in the Role; that rule
-grants nothing elsewhere and is left out.
+`GFD_*` env, mounts and RBAC, but not `privileged`: it runs as root with CAP_SYS_ADMIN only and asks the runtime
+for the GPUs (:mod:`gpu_operator.render.operands.agent_security`). With `agents.gpuDevices` (the default) the agent
+also keeps one `GpuDevice` object per GPU: the operand then carries the CRD (:mod:`gpu_operator.render.gpu_device_crd`),
+the ClusterRole rule to manage those objects, and `GFD_PUBLISH_GPU_DEVICES=true`. Without a device plugin, the plugin config
+ConfigMap from `configs.devicePlugin` is created here, since GFD still reads it. Upstream also grants OpenShift's
+`privileged` SCC in the Role; that rule grants nothing elsewhere and is left out.
 """
 
 from __future__ import annotations
 
+from gpu_operator.render import gpu_device_crd
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import operand_image
 from gpu_operator.render.k8s import (
@@ -33,6 +37,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
+from gpu_operator.render.operands.agent_security import secure_agent, secure_config_managers
 from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.operands.plugin_config import (
     add_config_manager_init,
@@ -52,6 +57,10 @@ NAME = "gpu-feature-discovery"
 SERVICE_ACCOUNT = "nvidia-gpu-feature-discovery"
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 _LABELS = {"app": NAME, "app.kubernetes.io/part-of": "nvidia-gpu"}
+
+
+def _publishes_gpu_devices(ctx: RenderContext) -> bool:
+    return ctx.uses_agent(SECTION) and ctx.config.agents.gpu_devices
 
 
 def _command(ctx: RenderContext) -> list[str]:
@@ -100,6 +109,10 @@ def _daemonset(ctx: RenderContext) -> Object:
     add_config_manager_sidecar(ctx, pod, SECTION, process=_signalled_process(ctx))
     add_plugin_config(ctx, pod, main)
     merge_env(main, mig_env(ctx))
+    if _publishes_gpu_devices(ctx):
+        merge_env(main, [env("GFD_PUBLISH_GPU_DEVICES", True)])
+    secure_agent(ctx, SECTION, main, ctx.spec.gfd.env)
+    secure_config_managers(ctx, SECTION, pod)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.gfd, main_container=NAME)
 
 
@@ -108,12 +121,15 @@ def _rbac(ctx: RenderContext) -> list[Object]:
         rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]),
         rule([""], ["pods"], ["get"]),
     ]
-    nodes_read = [rule([""], ["nodes"], ["get", "list", "watch"])]
+    cluster_rules = [rule([""], ["nodes"], ["get", "list", "watch"])]
+    if _publishes_gpu_devices(ctx):
+        verbs = ["get", "list", "create", "update", "delete"]
+        cluster_rules.append(rule([gpu_device_crd.GROUP], [gpu_device_crd.PLURAL], verbs))
     return [
         service_account(ctx, SERVICE_ACCOUNT),
         role(ctx, SERVICE_ACCOUNT, namespaced),
         role_binding(ctx, SERVICE_ACCOUNT),
-        cluster_role(SERVICE_ACCOUNT, nodes_read),
+        cluster_role(SERVICE_ACCOUNT, cluster_rules),
         cluster_role_binding(ctx, SERVICE_ACCOUNT),
     ]
 
@@ -121,7 +137,8 @@ def _rbac(ctx: RenderContext) -> list[Object]:
 def render(ctx: RenderContext) -> list[Object]:
     if not ctx.spec.gfd.enabled:
         return []
-    objects = _rbac(ctx)
+    objects = [gpu_device_crd.gpu_device_crd()] if _publishes_gpu_devices(ctx) else []
+    objects += _rbac(ctx)
     user_configs = None if ctx.spec.device_plugin.enabled else plugin_config_map(ctx)
     if user_configs is not None:
         objects.append(user_configs)

@@ -17,8 +17,8 @@ ConfigMap `default-gpu-clients` (the host services to stop) is created unless `m
 names another. NVIDIA's image runs an operator-provided `/bin/entrypoint.sh` (ConfigMap
 `nvidia-mig-manager-entrypoint`, our own script) that waits for `driver-ready` and exports the driver paths in it;
 our agent (`gpu-operator-agent mig-manager`) does that itself, so with the agent that ConfigMap is neither created
-nor mounted. Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is
-left out.
+nor mounted; the agent stays privileged, as root, with the GPU requests NVIDIA's image makes (`agent_security`).
+Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
+from gpu_operator.render.operands.agent_security import secure_agent
 from gpu_operator.render.operands.common import (
     VALIDATIONS_DIR,
     apply_runtime_class,
@@ -191,6 +192,7 @@ def _daemonset(ctx: RenderContext) -> Object:
     }
     ds = daemonset(ctx, NAME, labels=LABELS, pod_spec=pod)
     apply_runtime_class(ctx, pod, ds["spec"]["template"]["metadata"])
+    secure_agent(ctx, SECTION, pod["containers"][0], ctx.spec.mig_manager.env)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.mig_manager, main_container=NAME)
 
 

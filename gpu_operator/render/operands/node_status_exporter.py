@@ -8,7 +8,8 @@ runtime class) and runs as root because the status files belong to the kubelet. 
 
 Service `nvidia-node-status-exporter` (port `node-status`) and, when the cluster has the Prometheus Operator
 CRDs (`cluster.prometheusOperator`), a ServiceMonitor with job label `node-status`; NVIDIA offers no settings for
-it. With our agent the container runs `gpu-operator-agent node-status-exporter` with the same env and mounts.
+it. With our agent the container runs `gpu-operator-agent node-status-exporter` with the same env and mounts,
+and stays privileged: its driver check runs the host's `nvidia-smi` on the host's device nodes (`agent_security`).
 Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out.
 """
 
@@ -33,6 +34,7 @@ from gpu_operator.render.k8s import (
     service,
     service_account,
 )
+from gpu_operator.render.operands.agent_security import secure_agent
 from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import finalize_daemonset
 
@@ -74,6 +76,7 @@ def _daemonset(ctx: RenderContext) -> Object:
         "containers": [_container(ctx)],
         "volumes": [host_path("run-nvidia", "/run/nvidia", "Directory"), host_path("host-root", "/")],
     }
+    secure_agent(ctx, SECTION, pod["containers"][0], ctx.spec.node_status_exporter.env)
     ds = daemonset(ctx, NAME, labels=LABELS, pod_spec=pod)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.node_status_exporter, main_container=NAME)
 

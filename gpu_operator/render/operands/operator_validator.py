@@ -11,6 +11,8 @@ Its init containers run the validator's checks in order and leave a status file 
    when the device plugin is disabled.
 
 The main container only sleeps; its preStop removes `*-ready`, so a restarted validator re-gates its dependents.
+With our agent only the driver check stays privileged; the toolkit, cuda and plugin checks and the main container
+run as unprivileged root, their status mount `HostToContainer` (see `agent_security`).
 The validator has no `enabled` switch: it is always rendered.
 
 `VALIDATOR_IMAGE` is the image of the CUDA workload pod that cuda-validation creates. It is always NVIDIA's
@@ -43,6 +45,7 @@ from gpu_operator.render.k8s import (
     rule,
     service_account,
 )
+from gpu_operator.render.operands.agent_security import secure_agent, secure_check
 from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.driver_validation import (
     OPERATOR_NAMESPACE,
@@ -65,7 +68,7 @@ _NRI_CDI_DEVICE = "management.nvidia.com/gpu=all"
 
 def _check(ctx: RenderContext, component: str, variables: list[Object]) -> Object:
     """A validation init container running the check `component` with `variables` as env."""
-    return {
+    container: Object = {
         "name": f"{component}-validation",
         "image": "",
         **validator_program(ctx),
@@ -73,6 +76,8 @@ def _check(ctx: RenderContext, component: str, variables: list[Object]) -> Objec
         "securityContext": privileged(),
         "volumeMounts": [mount("run-nvidia-validations", VALIDATIONS_DIR, propagation="Bidirectional")],
     }
+    secure_check(ctx, component, container)
+    return container
 
 
 def _workload_env(ctx: RenderContext) -> list[Object]:
@@ -126,7 +131,7 @@ def _init_containers(ctx: RenderContext) -> list[Object]:
 
 
 def _main_container(ctx: RenderContext) -> Object:
-    return {
+    container: Object = {
         "name": CONTAINER,
         "image": operand_image(ctx, SECTION, ctx.spec.validator),
         "command": SHELL,
@@ -135,6 +140,8 @@ def _main_container(ctx: RenderContext) -> Object:
         "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"rm -f {VALIDATIONS_DIR}/*-ready"]}}},
         "volumeMounts": [mount("run-nvidia-validations", VALIDATIONS_DIR, propagation="Bidirectional")],
     }
+    secure_agent(ctx, SECTION, container)
+    return container
 
 
 def _daemonset(ctx: RenderContext) -> Object:

@@ -17,8 +17,9 @@ without the `nvidia.com/gpu.workload.config` label count as `sandboxWorkloads.de
 empties the status directory so a restarted validator re-gates the device plugins.
 
 The checks run `nvidia-validator` from the validator image, or `gpu-operator-agent validator` from the agents
-image when our agent implements the validator. NVIDIA's Role only grants OpenShift's `privileged` SCC and is not
-rendered; the ClusterRole lets the validator read its Node's labels.
+image when our agent implements the validator; then the checks stay privileged (they inspect the host's devices
+and vGPU manager) while the idle main container runs as unprivileged root. NVIDIA's Role only grants OpenShift's
+`privileged` SCC and is not rendered; the ClusterRole lets the validator read its Node's labels.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import operand_image
 from gpu_operator.render.k8s import Object, daemonset, deploy_selector, env, host_path, mount, privileged, rule
+from gpu_operator.render.operands.agent_security import secure_agent, secure_check
 from gpu_operator.render.operands.common import SHELL, VALIDATIONS_DIR
 from gpu_operator.render.operands.sandbox_common import (
     VALIDATIONS_VOLUME,
@@ -44,6 +46,7 @@ NAME = "nvidia-sandbox-validator"
 
 _LABELS = {"app": NAME, "app.kubernetes.io/part-of": "gpu-operator"}
 _CLUSTER_RULES = [rule([""], ["nodes"], ["get"])]
+_CHECK_SUFFIX = "-validation"
 
 
 def _validations_mount() -> Object:
@@ -84,12 +87,14 @@ def _init_containers(ctx: RenderContext) -> list[Object]:
     if ctx.spec.cc_manager.enabled:
         cc_manager = validator_init(ctx, "cc-manager", mounts=[_validations_mount()], security=privileged_s0())
         checks.insert(0, cc_manager)
+    for check in checks:
+        secure_check(ctx, check["name"].removesuffix(_CHECK_SUFFIX), check)
     return checks
 
 
 def _main_container(ctx: RenderContext) -> Object:
     validator = ctx.spec.validator
-    return {
+    container: Object = {
         "name": NAME,
         "image": operand_image(ctx, "validator", validator),
         "command": list(SHELL),
@@ -98,6 +103,8 @@ def _main_container(ctx: RenderContext) -> Object:
         "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"rm -f {VALIDATIONS_DIR}/*"]}}},
         "volumeMounts": [_validations_mount()],
     }
+    secure_agent(ctx, "validator", container)
+    return container
 
 
 def _daemonset(ctx: RenderContext) -> Object:

@@ -99,10 +99,30 @@ def test_agent_runs_the_metrics_exporter_with_the_same_env_and_mounts() -> None:
     ours, theirs = _exporter(agent), _exporter(nvidia)
     assert ours["command"] == ["gpu-operator-agent", "metrics-exporter"]
     assert ours["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
-    assert env_of(ours) == env_of(theirs)
+    # NVIDIA's exporter image asks the runtime for every GPU in its ENV; the agents image asks for none
+    assert env_of(ours) == {**env_of(theirs), "NVIDIA_VISIBLE_DEVICES": "all"}
     assert ours["volumeMounts"] == theirs["volumeMounts"]
     assert ours["livenessProbe"] == theirs["livenessProbe"]
     assert_valid(agent)
+
+
+def test_agent_is_unprivileged_root_with_sys_admin_for_profiling() -> None:
+    ours, theirs = _exporter(render_operand(dcgm_exporter.render)), _exporter(_render())
+    assert theirs["securityContext"] == {"privileged": True}
+    assert ours["securityContext"] == {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_agent_gpu_request_yields_to_the_users_env() -> None:
+    document = {"operator": {"dcgmExporter": {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,1"}]}}}
+    exporter = _exporter(render_operand(dcgm_exporter.render, document))
+    assert [e["value"] for e in exporter["env"] if e["name"] == "NVIDIA_VISIBLE_DEVICES"] == ["0,1"]
 
 
 def test_agent_for_other_sections_keeps_nvidia_exporter() -> None:

@@ -414,6 +414,63 @@ def test_agent_runs_our_plugin_without_entrypoint() -> None:
     assert_valid(objects)
 
 
+def _agent_security(operator: dict, **top: object) -> dict:
+    return _main({"operator": operator, **top})["securityContext"]
+
+
+def _unprivileged_root(*added: str) -> dict:
+    capabilities: dict = {"drop": ["ALL"], **({"add": list(added)} if added else {})}
+    return {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": capabilities,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_agent_without_mig_devices_runs_as_unprivileged_root() -> None:
+    assert _agent_security({"mig": {"strategy": "none"}}) == _unprivileged_root()
+
+
+@pytest.mark.parametrize("strategy", ["single", "mixed"])
+def test_agent_watching_mig_devices_gets_sys_admin_not_privileged(strategy: str) -> None:
+    # the NVIDIA runtime honours NVIDIA_MIG_MONITOR_DEVICES only in containers holding CAP_SYS_ADMIN
+    main = _main({"operator": {"mig": {"strategy": strategy}}})
+    assert env_of(main)["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
+    assert main["securityContext"] == _unprivileged_root("SYS_ADMIN")
+
+
+def test_agent_volume_mounts_device_list_gets_sys_admin() -> None:
+    env = [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+    operator = {"mig": {"strategy": "none"}, "cdi": {"enabled": False}, "devicePlugin": {"env": env}}
+    assert _agent_security(operator) == _unprivileged_root("SYS_ADMIN")
+
+
+def test_agent_config_managers_run_as_the_image_user_and_as_the_plugins_user() -> None:
+    ds = _ds(_with_config(agents={"implementation": "agents"}))
+    init = container(ds, "config-manager-init")
+    assert init["securityContext"] == {
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    # the sidecar signals the plugin, which the kernel allows between processes of one user
+    assert container(ds, "config-manager")["securityContext"] == _unprivileged_root()
+    assert pod_of(ds)["shareProcessNamespace"] is True
+
+
+def test_nvidia_config_managers_keep_nvidias_security() -> None:
+    ds = _ds(_with_config())
+    assert "securityContext" not in container(ds, "config-manager-init")
+    assert container(ds, "config-manager")["securityContext"] == {"privileged": True}
+
+
 def test_per_operand_override_selects_nvidia() -> None:
     document = {"agents": {"overrides": {"devicePlugin": "nvidia"}}}
     objects = render_operand(device_plugin.render, document)

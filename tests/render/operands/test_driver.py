@@ -232,8 +232,11 @@ def test_driver_manager_agent_or_nvidia() -> None:
     assert agent["image"] == "ghcr.io/pulumi-gpu-operator/agents:0.1.0"
     assert agent["command"] == ["gpu-operator-agent", "driver-manager"]
     assert agent["args"] == ["uninstall_driver"]
+    # unloading kernel modules keeps it privileged; root is explicit because the agents image's user is not
+    assert agent["securityContext"] == {"privileged": True, "runAsUser": 0}
     nvidia = _ds({"agents": {"implementation": "nvidia"}})
     manager = container(nvidia, "k8s-driver-manager")
+    assert manager["securityContext"] == {"privileged": True}
     assert manager["image"] == "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
     assert manager["command"] == ["driver-manager"]
     assert manager["args"] == ["uninstall_driver"]

@@ -200,6 +200,33 @@ def test_agent_keeps_gfd_env_and_runs_config_manager_from_the_agents_image() -> 
     assert_valid([ds])
 
 
+def test_agent_is_unprivileged_root_and_asks_the_runtime_for_gpus() -> None:
+    ds = _ds({"operator": {"mig": {"strategy": "none"}}})
+    main = container(ds, "gpu-feature-discovery")
+    # root for the features.d file, CAP_SYS_ADMIN for the full PCI config space (vGPU labels), GPUs via the runtime
+    assert main["securityContext"] == {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert env_of(main)["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert pod_of(ds)["runtimeClassName"] == "nvidia"
+    nvidia = container(_ds({**NVIDIA, "operator": {"mig": {"strategy": "none"}}}), "gpu-feature-discovery")
+    assert "NVIDIA_VISIBLE_DEVICES" not in env_of(nvidia)
+    assert env_of(main) == {**env_of(nvidia), "NVIDIA_VISIBLE_DEVICES": "all", "GFD_PUBLISH_GPU_DEVICES": "true"}
+
+
+def test_agent_config_manager_sidecar_runs_as_gfds_user() -> None:
+    ds = _ds({**_with_config(), "agents": {"implementation": "agents"}})
+    assert container(ds, "config-manager-init")["securityContext"]["runAsUser"] == 65532
+    sidecar = container(ds, "config-manager")["securityContext"]
+    assert (sidecar["runAsUser"], sidecar["capabilities"]) == (0, {"drop": ["ALL"]})
+    assert "privileged" not in sidecar
+
+
 def test_gfd_override_to_nvidia() -> None:
     main = container(_ds({"agents": {"overrides": {"gfd": "nvidia"}}}), "gpu-feature-discovery")
     assert main["image"] == IMAGE
@@ -232,3 +259,30 @@ def test_user_settings_reach_the_gfd_container() -> None:
 )
 def test_schema_valid(document: dict) -> None:
     assert_valid(render_operand(gpu_feature_discovery.render, document))
+
+
+def test_gpu_device_inventory_with_the_agent() -> None:
+    objects = render_operand(gpu_feature_discovery.render)
+    crd = objects[0]
+    assert (crd["kind"], crd["metadata"]["name"]) == ("CustomResourceDefinition", "gpudevices.gpu.pulumi-gpu-operator.io")
+    cluster_role = find(objects, "ClusterRole")
+    assert cluster_role["rules"][-1] == {
+        "apiGroups": ["gpu.pulumi-gpu-operator.io"], "resources": ["gpudevices"],
+        "verbs": ["get", "list", "create", "update", "delete"],
+    }
+    main = container(find(objects, "DaemonSet"), "gpu-feature-discovery")
+    assert env_of(main)["GFD_PUBLISH_GPU_DEVICES"] == "true"
+    assert_valid(objects)
+
+
+@pytest.mark.parametrize("document", [
+    {"agents": {"gpuDevices": False}},
+    {"agents": {"overrides": {"gfd": "nvidia"}}},
+])
+def test_no_gpu_device_inventory_without_the_agent_or_when_off(document: dict) -> None:
+    objects = render_operand(gpu_feature_discovery.render, document)
+    assert all(o["kind"] != "CustomResourceDefinition" for o in objects)
+    assert find(objects, "ClusterRole")["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
+    ]
+    assert "GFD_PUBLISH_GPU_DEVICES" not in env_of(container(find(objects, "DaemonSet"), "gpu-feature-discovery"))

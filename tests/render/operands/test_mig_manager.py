@@ -171,7 +171,11 @@ def test_agent_runs_the_mig_manager_without_entrypoint() -> None:
     agent, nvidia = _manager(objects), _manager(_render())
     assert agent["command"] == ["gpu-operator-agent", "mig-manager"]
     assert agent["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
-    assert env_of(agent) == env_of(nvidia)
+    # what NVIDIA's mig-manager image asks the runtime for in its ENV; the agents image asks for no GPU
+    assert env_of(agent) == {**env_of(nvidia), "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_MIG_CONFIG_DEVICES": "all"}
+    # still privileged (MIG reconfiguration, GPU resets, host services), as root: the agents image's user is not
+    assert nvidia["securityContext"] == {"privileged": True}
+    assert agent["securityContext"] == {"privileged": True, "runAsUser": 0}
     assert "nvidia-mig-manager-entrypoint" not in mounts(agent)
     assert mounts(agent) == {k: v for k, v in mounts(nvidia).items() if k != "nvidia-mig-manager-entrypoint"}
     assert "nvidia-mig-manager-entrypoint" not in [v["name"] for v in pod_of(find(objects, "DaemonSet"))["volumes"]]

@@ -110,6 +110,8 @@ def test_agent_runs_node_status_exporter() -> None:
     assert agent["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
     assert env_of(agent) == env_of(nvidia)
     assert agent["volumeMounts"] == nvidia["volumeMounts"]
+    # the driver check runs the host's nvidia-smi on host device nodes: privileged root, as NVIDIA's
+    assert agent["securityContext"] == nvidia["securityContext"] == {"privileged": True, "runAsUser": 0}
     assert_valid(objects)
 
 

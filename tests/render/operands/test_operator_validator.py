@@ -25,6 +25,14 @@ MAIN = "nvidia-operator-validator"
 CHECKS = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
 NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
 NAMESPACE = {"fieldRef": {"fieldPath": "metadata.namespace"}}
+UNPRIVILEGED_ROOT = {
+    "runAsUser": 0,
+    "runAsGroup": 0,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 
 def validator_ds(document: dict | None = None) -> dict:
@@ -96,18 +104,31 @@ def test_main_container_sleeps_and_clears_status_files_on_stop() -> None:
     assert main["args"] == ["echo all validations are successful; sleep infinity"]
     pre_stop = ["/bin/sh", "-c", "rm -f /run/nvidia/validations/*-ready"]
     assert main["lifecycle"] == {"preStop": {"exec": {"command": pre_stop}}}
-    assert main["securityContext"] == {"privileged": True, "runAsUser": 0}
     assert mounts(main) == {"run-nvidia-validations": "/run/nvidia/validations"}
+
+
+def test_nvidia_main_container_is_privileged_root_sharing_the_status_dir() -> None:
+    main = container(validator_ds(NVIDIA), MAIN)
+    assert main["securityContext"] == {"privileged": True, "runAsUser": 0}
     assert main["volumeMounts"][0]["mountPropagation"] == "Bidirectional"
 
 
-def test_every_check_is_privileged_root_and_shares_the_status_dir() -> None:
-    ds = validator_ds()
+def test_agent_main_container_is_unprivileged_root() -> None:
+    main = container(validator_ds(), MAIN)
+    assert main["securityContext"] == UNPRIVILEGED_ROOT
+    # Bidirectional propagation needs a privileged container; the mount only carries status files
+    assert main["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
+
+
+def test_every_nvidia_check_is_privileged_root_and_shares_the_status_dir() -> None:
+    ds = validator_ds(NVIDIA)
     for name in CHECKS:
         check = container(ds, name)
         assert check["securityContext"]["privileged"] is True
         assert check["securityContext"]["runAsUser"] == 0
         assert mounts(check)["run-nvidia-validations"] == "/run/nvidia/validations"
+        propagation = {m["name"]: m.get("mountPropagation") for m in check["volumeMounts"]}
+        assert propagation["run-nvidia-validations"] == "Bidirectional"
     assert mounts(container(ds, "driver-validation")) == {
         "host-root": "/host",
         "driver-install-dir": "/run/nvidia/driver",
@@ -115,6 +136,26 @@ def test_every_check_is_privileged_root_and_shares_the_status_dir() -> None:
         "host-dev-char": "/host-dev-char",
     }
     assert container(ds, "driver-validation")["securityContext"]["seLinuxOptions"] == {"level": "s0"}
+
+
+def test_agent_checks_drop_privileged_except_the_driver_check() -> None:
+    ds = validator_ds()
+    driver = container(ds, "driver-validation")
+    assert driver["securityContext"] == {"privileged": True, "runAsUser": 0, "seLinuxOptions": {"level": "s0"}}
+    assert {m["name"]: m.get("mountPropagation") for m in driver["volumeMounts"]}["run-nvidia-validations"] == (
+        "Bidirectional"
+    )
+    for name in ("toolkit-validation", "cuda-validation", "plugin-validation"):
+        check = container(ds, name)
+        assert check["securityContext"] == UNPRIVILEGED_ROOT, name
+        assert check["volumeMounts"] == [{
+            "name": "run-nvidia-validations",
+            "mountPath": "/run/nvidia/validations",
+            "mountPropagation": "HostToContainer",
+        }]
+    # the toolkit check still sees every GPU through the NVIDIA runtime
+    assert env_of(container(ds, "toolkit-validation"))["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert pod_of(ds)["runtimeClassName"] == "nvidia"
 
 
 def test_check_env() -> None:

@@ -103,6 +103,28 @@ def test_checks_run_our_agent_by_default() -> None:
     assert container(ds, "nvidia-sandbox-validator")["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
 
 
+def test_agent_main_container_drops_privileged_while_the_host_checks_keep_it() -> None:
+    ds = _daemonset(ENABLED)
+    main = container(ds, "nvidia-sandbox-validator")
+    assert main["securityContext"] == {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert main["volumeMounts"] == [{
+        "name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "mountPropagation": "HostToContainer",
+    }]
+    nvidia = _daemonset(NVIDIA)
+    for name in CHECKS:
+        ours, theirs = container(ds, name), container(nvidia, name)
+        assert ours["securityContext"] == theirs["securityContext"], name
+        assert ours["securityContext"]["privileged"] is True
+        assert ours["volumeMounts"] == theirs["volumeMounts"], name
+
+
 def test_default_workload_reaches_the_vm_checks_only() -> None:
     ds = _daemonset(ENABLED)
     for name in CHECKS[1:]:

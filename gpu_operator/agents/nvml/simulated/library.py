@@ -11,7 +11,8 @@ It behaves the way NVML does where the agents can tell the difference:
   model's links, and utilisation queries on a GPU whose MIG mode is on;
 * each XID fault is delivered exactly once by `nvmlEventSetWait`, to an event set the GPU registered with;
   with nothing pending a wait sleeps for its timeout and fails with "timeout";
-* time-varying values come from :class:`~gpu_operator.agents.nvml.simulated.telemetry.TelemetryGenerator`.
+* time-varying values come from :class:`~gpu_operator.agents.nvml.simulated.telemetry.TelemetryGenerator`;
+* GPM (performance monitoring) works on Hopper and later models, vGPU licensing on nodes with a `vgpuHost`.
 
 `calls` counts the calls made, by name, which lets tests check that a metrics pass stays cheap.
 """
@@ -21,11 +22,13 @@ from __future__ import annotations
 from gpu_operator.agents.nvml.simulated.core import MIG_UUID_NAMESPACE, mig_uuid
 from gpu_operator.agents.nvml.simulated.device_calls import DeviceCalls
 from gpu_operator.agents.nvml.simulated.event_calls import EventCalls
+from gpu_operator.agents.nvml.simulated.gpm_calls import GpmCalls
+from gpu_operator.agents.nvml.simulated.licensing_calls import LicensingCalls
 from gpu_operator.agents.nvml.simulated.mig_calls import MigCalls
 from gpu_operator.agents.nvml.simulated.telemetry_calls import TelemetryCalls
 
 __all__ = ["SimulatedLibrary", "MIG_UUID_NAMESPACE", "mig_uuid"]
 
 
-class SimulatedLibrary(DeviceCalls, MigCalls, TelemetryCalls, EventCalls):
+class SimulatedLibrary(DeviceCalls, MigCalls, TelemetryCalls, EventCalls, GpmCalls, LicensingCalls):
     """Every NVML call the adapter makes, for one simulated node (`SimulatedLibrary(profile, sleep=...)`)."""

@@ -1,0 +1,133 @@
+"""`GpuCluster`: an AKS GPU fleet from one config document, in the order it has to come up.
+
+1. `AksCluster`: the existing or created cluster, the `AKSInfinibandSupport` registration when asked for, and
+   the cluster's admin kubeconfig;
+2. one `GpuNodePool` per entry of `pools` (after the cluster and the feature registration);
+3. the Kubernetes provider, built from that kubeconfig once every pool exists, and `GpuOperator` on it. The
+   provider carries the ordering: a component's `depends_on` does not reach its children, but every object
+   created with a provider waits for what the provider depends on. With a cluster created here, the Kubernetes
+   objects are `deleted_with` the cluster: deleting the cluster takes them along.
+
+Everything flows from the pool definitions: the config is validated and made effective once (every operand
+tolerates every pool taint, the driver image follows the pools' node images, InfiniBand pools get GPUDirect
+RDMA), and each pool's node labels come from the same operands the operator renders.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_azure_native as azure_native
+import pulumi_kubernetes as k8s
+
+from gpu_operator.components.aks_cluster import AksCluster
+from gpu_operator.components.node_pool import GpuNodePool
+from gpu_operator.components.operator import GpuOperator
+from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.render.aks.node_labels import rendered_deploy_operands
+from gpu_operator.render.registry import render
+from gpu_operator.render.workload_facts import gpu_resource_names
+
+__all__ = ["GpuCluster", "GpuClusterArgs", "TOKEN"]
+
+TOKEN = "gpu-operator:index:GpuCluster"
+
+
+def _by_pool(values: dict[str, pulumi.Output[Any]]) -> pulumi.Output[dict[str, Any]]:
+    """One output mapping pool name → value (an empty mapping without pools)."""
+    names = list(values)
+    return pulumi.Output.all(*values.values()).apply(lambda resolved: dict(zip(names, resolved, strict=True)))
+
+
+class GpuClusterArgs(TypedDict):
+    """Inputs of a GpuCluster."""
+
+    config: GpuStackConfig | Mapping[str, Any]
+    """The config document; it needs the `aks` section (and usually `pools`)."""
+    azure_provider: azure_native.Provider
+    """The Azure provider for the cluster, the pools and the credential lookup."""
+    wait_for_daemonsets: NotRequired[bool]
+    """Wait for operand DaemonSet rollouts during `pulumi up` (default false)."""
+
+
+class GpuCluster(pulumi.ComponentResource):
+    """AKS cluster, GPU node pools and the GPU operator's operands, for one environment."""
+
+    kubeconfig: pulumi.Output[str]
+    """Admin kubeconfig of the cluster (secret)."""
+    cluster_name: pulumi.Output[str]
+    resource_group_name: pulumi.Output[str]
+    pool_names: pulumi.Output[list[str]]
+    """Names of the GPU pools, once they exist."""
+    gpu_resource_names: pulumi.Output[list[str]]
+    """Extended resources workloads request (`nvidia.com/gpu`, shared and MIG names the config fixes)."""
+    node_selector_labels: pulumi.Output[dict[str, dict[str, str]]]
+    """Per pool, the node selector that lands a pod there."""
+    tolerations: pulumi.Output[dict[str, list[dict[str, str]]]]
+    """Per pool, the tolerations its taints require."""
+    cluster: AksCluster
+    pools: dict[str, GpuNodePool]
+    kubernetes_provider: k8s.Provider
+    operator: GpuOperator
+
+    def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        config = parse_config(args["config"])
+        if config.aks is None:
+            raise ConfigError([Problem("aks", "GpuCluster needs the AKS cluster (aks.resourceGroup, aks.clusterName)")])
+        rendered = rendered_deploy_operands(render(config))
+        super().__init__(TOKEN, name, {}, opts)
+        azure = args["azure_provider"]
+        self.cluster = AksCluster(
+            f"{name}-aks",
+            {"aks": config.aks, "azure_provider": azure, "kubernetes_provider": False},
+            pulumi.ResourceOptions(parent=self),
+        )
+        prerequisites = [r for r in (self.cluster.managed_cluster, self.cluster.infiniband_feature) if r is not None]
+        self.pools = {
+            pool.name: GpuNodePool(
+                f"{name}-{pool.name}",
+                {
+                    "config": config,
+                    "pool": pool.name,
+                    "resource_group_name": self.cluster.resource_group_name,
+                    "cluster_name": self.cluster.cluster_name,
+                    "azure_provider": azure,
+                    "rendered_operands": rendered,
+                },
+                pulumi.ResourceOptions(parent=self, depends_on=prerequisites or None),
+            )
+            for pool in config.pools
+        }
+        pools = list(self.pools.values())
+        self.kubernetes_provider = k8s.Provider(
+            f"{name}-kubernetes",
+            kubeconfig=self.cluster.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pool.agent_pool for pool in pools] or None),
+        )
+        self.operator = GpuOperator(
+            f"{name}-operator",
+            {
+                "provider": self.kubernetes_provider,
+                "config": config,
+                "wait_for_daemonsets": args.get("wait_for_daemonsets", False),
+            },
+            pulumi.ResourceOptions(parent=self, depends_on=pools or None, deleted_with=self.cluster.managed_cluster),
+        )
+        self.kubeconfig = self.cluster.kubeconfig
+        self.cluster_name = self.cluster.cluster_name
+        self.resource_group_name = self.cluster.resource_group_name
+        self.pool_names = pulumi.Output.all(*[pool.pool_name for pool in pools]).apply(list)
+        self.gpu_resource_names = pulumi.Output.from_input(gpu_resource_names(config))
+        self.node_selector_labels = _by_pool({pool_name: pool.node_selector for pool_name, pool in self.pools.items()})
+        self.tolerations = _by_pool({pool_name: pool.tolerations for pool_name, pool in self.pools.items()})
+        self.register_outputs({
+            "kubeconfig": self.kubeconfig,
+            "clusterName": self.cluster_name,
+            "resourceGroupName": self.resource_group_name,
+            "poolNames": self.pool_names,
+            "gpuResourceNames": self.gpu_resource_names,
+            "nodeSelectorLabels": self.node_selector_labels,
+            "tolerations": self.tolerations,
+        })

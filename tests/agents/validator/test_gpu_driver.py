@@ -1,0 +1,59 @@
+"""The driver and toolkit checks against the real driver (`pytest -m gpu` on a machine with a GPU).
+
+They skip when NVML cannot be started here. Expected values come from pynvml called directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pynvml
+import pytest
+
+from gpu_operator.agents.validator import ValidationFailed
+from gpu_operator.agents.validator.driver import driver
+from gpu_operator.agents.validator.driver_probe import DriverProbe, probe_driver
+from gpu_operator.agents.validator.driver_root import find_host_nvidia_smi
+from gpu_operator.agents.validator.paths import Paths
+from tests.agents.validator.helpers import Node, context, links
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def real() -> DriverProbe:
+    try:
+        return probe_driver("auto", None)
+    except ValidationFailed as failure:
+        pytest.skip(f"no working NVIDIA driver on this machine: {failure}")
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def test_probe_matches_nvml(real: DriverProbe) -> None:
+    pynvml.nvmlInit()
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        minors = tuple(pynvml.nvmlDeviceGetMinorNumber(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count))
+        assert real.driver_version == _text(pynvml.nvmlSystemGetDriverVersion())
+    finally:
+        pynvml.nvmlShutdown()
+    assert real.gpu_minors == minors
+
+
+def test_driver_check_on_the_host_driver(real: DriverProbe, tmp_path: Path) -> None:
+    if find_host_nvidia_smi("/") is None or shutil.which("nvidia-smi") is None:
+        pytest.skip("nvidia-smi is not installed on this machine's root file system")
+    node = Node(tmp_path, Paths(host_root="/", host_dev_char=str(tmp_path / "dev-char")))
+    driver(context(node))
+    assert (node.status / "driver-ready").read_text().startswith("IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n")
+    made = links(node.paths.host_dev_char)
+    assert real.gpu_minors is not None
+    for minor in real.gpu_minors:
+        major = os.major(Path(f"/dev/nvidia{minor}").stat().st_rdev)
+        assert made[f"{major}:{minor}"] == f"/dev/nvidia{minor}"
+    assert node.commands == []

@@ -1,0 +1,91 @@
+"""The project's program (`stacks/__main__.py`) under mocks, for every `stacks/Pulumi.<env>.yaml`.
+
+The resource lists are compared with goldens in tests/golden/test_stack_golden.py; here the facts the issue asks
+for are checked directly: the pools each environment describes, the driver ownership, the outputs, providers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gpu_operator.config import parse_config
+from tests.support.pulumi_mocks import Recording
+from tests.support.stack_programs import STACKS_DIR, StackRun, run_program_file, run_stack, stack_config, stack_files
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+OUTPUTS = {"kubeconfig", "resourceGroupName", "clusterName", "poolNames", "gpuResourceNames", "nodeSelectorLabels",
+           "tolerations", "namespace", "runtimeClassName"}
+
+
+@pytest.fixture(scope="module", params=sorted(stack_files()))
+def stack(request: pytest.FixtureRequest) -> tuple[str, StackRun]:
+    return request.param, run_stack(request.param)
+
+
+def pools(recording: Recording) -> dict[str, dict[str, Any]]:
+    return {r.inputs["agentPoolName"]: r.inputs for r in recording.of_type(AGENT_POOL)}
+
+
+def test_each_stack_file_is_a_valid_config_document() -> None:
+    for env, path in stack_files().items():
+        parse_config(json.loads(stack_config(path)["gpu-operator:config"]), source=f"Pulumi.{env}.yaml")
+
+
+def test_every_stack_runs_and_exports_the_outputs(stack: tuple[str, StackRun]) -> None:
+    _, run = stack
+    assert set(run.outputs) == OUTPUTS
+    assert run.outputs["kubeconfig"].startswith("apiVersion: v1")
+    assert set(run.outputs["nodeSelectorLabels"]) == set(run.outputs["poolNames"]) == set(pools(run.recording))
+
+
+def test_every_resource_has_an_explicit_provider(stack: tuple[str, StackRun]) -> None:
+    _, run = stack
+    for resource in run.recording.of_type("azure-native:") + run.recording.of_type("kubernetes:"):
+        assert resource.provider, resource.name
+        assert "pulumi:providers:" in resource.provider
+
+
+def test_dev_is_one_small_t4_pool_with_time_slicing_and_the_operator_driver() -> None:
+    run = run_stack("dev")
+    assert list(pools(run.recording)) == ["t4"]
+    t4 = pools(run.recording)["t4"]
+    assert t4["vmSize"] == "Standard_NC4as_T4_v3"
+    assert t4["gpuProfile"] == {"driver": "None"}
+    assert t4["nodeLabels"]["nvidia.com/device-plugin.config"] == "t4-shared-4"
+    [config_map] = [r for r in run.recording.of_type("kubernetes:core/v1:ConfigMap")
+                    if r.inputs["metadata"]["name"] == "device-plugin-config"]
+    assert "replicas: 4" in config_map.inputs["data"]["t4-shared-4"]
+    assert run.recording.of_type("azure-native:containerservice:ManagedCluster")
+
+
+def test_prod_is_two_h100_infiniband_pools_with_mig_on_one() -> None:
+    run = run_stack("prod")
+    prod = pools(run.recording)
+    assert set(prod) == {"h100train", "h100mig"}
+    assert all(p["vmSize"] == "Standard_ND96isr_H100_v5" for p in prod.values())
+    assert all(p["gpuProfile"] == {"driver": "None"} for p in prod.values())
+    assert prod["h100mig"]["nodeLabels"]["nvidia.com/mig.config"] == "all-1g.10gb"
+    assert prod["h100train"]["nodeLabels"]["nvidia.com/mig.config"] == "all-disabled"
+    assert run.recording.of_type("azure-native:features:SubscriptionFeatureRegistration")
+    assert not run.recording.of_type("azure-native:containerservice:ManagedCluster")
+    [driver] = [r for r in run.recording.of_type("kubernetes:apps/v1:DaemonSet")
+                if r.inputs["metadata"]["name"].startswith("nvidia-driver")]
+    assert {"name": "KERNEL_MODULE_TYPE", "value": "open"} in driver.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
+def test_without_an_aks_section_the_program_installs_the_operator_on_a_kubeconfig(tmp_path: Any) -> None:
+    stack_file = tmp_path / "Pulumi.plain.yaml"
+    stack_file.write_text(
+        "config:\n"
+        "  gpu-operator:kubeconfig: apiVersion-v1-kubeconfig\n"
+        "  gpu-operator:config:\n"
+        "    operator: {mig: {strategy: mixed}}\n"
+    )
+    run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
+    assert set(run.outputs) == {"namespace", "gpuResourceNames", "nodeSelectorLabels", "runtimeClassName"}
+    assert run.recording.of_type("azure-native:") == []
+    assert [r.name for r in run.recording.of_type("pulumi:providers:")] == ["cluster"]
+    assert run.recording.named("gpu").type == "gpu-operator:index:GpuOperator"
