@@ -1,9 +1,14 @@
 """The agents image and which operands run our Python agents instead of NVIDIA's programs.
 
-Seven operands have a drop-in agent in this package (feature discovery, metrics exporter, device plugin, MIG
-manager, validator, node status exporter, driver manager). Each runs from one image, as
-`gpu-operator-agent <name>`, with the same env and mounts as the upstream container. Any of them can be switched
-back to NVIDIA's image with `implementation: nvidia`, which renders exactly what the upstream operator renders.
+Seven operands are designed to run a drop-in agent from one image, as `gpu-operator-agent <name>`, with the same
+env and mounts as the upstream container: feature discovery, metrics exporter, device plugin, MIG manager,
+validator, node status exporter and driver manager. Any of them can run NVIDIA's image instead
+(`implementation: nvidia`), rendered exactly as the upstream operator renders it.
+
+This release's image ships four of those agents (:data:`SHIPPED_AGENTS`). The device plugin (with its
+config-manager), MIG manager and driver manager run NVIDIA's programs until their agents ship: `implementation:
+agents` applies to the shipped agents, and asking for an unshipped one by name is an error rather than a pod
+that cannot start.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import DIGEST_PATTERN
 from gpu_operator.config.kube import ImagePullPolicy
 
-__all__ = ["AgentsImage", "AgentsConfig", "AgentOperand", "Implementation", "AGENT_OPERANDS"]
+__all__ = ["AgentsImage", "AgentsConfig", "AgentOperand", "Implementation", "AGENT_OPERANDS", "SHIPPED_AGENTS"]
 
 Implementation = Literal["agents", "nvidia"]
 AgentOperand = Literal[
@@ -34,6 +39,9 @@ AGENT_OPERANDS: dict[str, str] = {
     "nodeStatusExporter": "node-status-exporter",
     "driverManager": "driver-manager",
 }
+
+#: Sections whose agent the agents image of this release contains.
+SHIPPED_AGENTS: frozenset[str] = frozenset({"gfd", "dcgmExporter", "validator", "nodeStatusExporter"})
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
@@ -82,8 +90,19 @@ class AgentsConfig(ConfigModel):
         description="with our feature-discovery agent, keep one GpuDevice object per GPU (kubectl get gpudevices)",
     )
 
+    @field_validator("overrides")
+    @classmethod
+    def _shipped(cls, value: dict[str, Implementation]) -> dict[str, Implementation]:
+        unshipped = sorted(s for s, choice in value.items() if choice == "agents" and s not in SHIPPED_AGENTS)
+        if unshipped:
+            raise ValueError(
+                f"the agents image of this release has no agent for {', '.join(unshipped)} "
+                f"(it ships {', '.join(sorted(SHIPPED_AGENTS))}); set nvidia or remove the override"
+            )
+        return value
+
     def implementation_of(self, operand: str) -> Implementation:
         """Which implementation runs `operand` (a ClusterPolicy section name or `driverManager`)."""
-        if operand not in AGENT_OPERANDS:
+        if operand not in AGENT_OPERANDS or operand not in SHIPPED_AGENTS:
             return "nvidia"
         return self.overrides.get(operand, self.implementation)  # type: ignore[arg-type]

@@ -1,8 +1,11 @@
 """The labelling loop: label, publish, sleep, repeat - until a signal or an error, as GFD does.
 
 One *run* starts by (re)loading the settings and the config file and taking the timestamp; it then labels
-every sleep interval. SIGHUP ends the run and starts a new one (new config, new timestamp); SIGINT, SIGTERM
-and SIGQUIT end the agent. With `--oneshot` the run labels once and the agent exits; with an `infinite`
+every sleep interval. SIGHUP ends the run and starts a new one (new config, new timestamp), and so does a change
+of the config file itself (where it points or when it was written): NVIDIA's config-manager sidecar finds the
+process to signal by its argv[0], which for a Python console script is the interpreter, so next to our agent the
+sidecar does not signal and the agent notices the switched config on its own. SIGINT, SIGTERM and SIGQUIT end
+the agent. With `--oneshot` the run labels once and the agent exits; with an `infinite`
 sleep interval it labels once and waits for a signal.
 
 When a run ends GFD withdraws its labels (deletes its features.d file) so that NFD drops them - except after a
@@ -15,6 +18,7 @@ NVML is opened once, with the first run's settings, and closed when the agent en
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -31,7 +35,7 @@ from gpu_operator.agents.feature_discovery.sinks import FILE, LabelSink, sink_ki
 from gpu_operator.agents.nvml import Nvml, NvmlError
 from gpu_operator.agents.signals import RELOAD, SignalSource
 
-__all__ = ["AgentFailure", "Dependencies", "run", "withdraws_on_exit", "read_machine_type"]
+__all__ = ["AgentFailure", "Dependencies", "run", "withdraws_on_exit", "read_machine_type", "config_identity"]
 
 _log = logging.getLogger(__name__)
 
@@ -75,9 +79,20 @@ def withdraws_on_exit(settings: Settings) -> bool:
     return kind == FILE and not settings.oneshot and settings.sleep_interval is not None
 
 
+def config_identity(path: str) -> tuple[str, float] | None:
+    """What the config file is now: the file it resolves to and when that was written (None: no file)."""
+    if not path:
+        return None
+    try:
+        return os.path.realpath(path), os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
 def _one_run(settings: Settings, nvml: Nvml, sink: LabelSink, deps: Dependencies) -> _End:
     policy = LabelPolicy(settings.mig_strategy, settings.plugin_config.sharing)
     now = None if settings.no_timestamp else int(deps.clock())
+    config = config_identity(settings.config_file)
     try:
         while True:
             machine_type = deps.read_machine_type(settings.machine_type_file)
@@ -89,6 +104,9 @@ def _one_run(settings: Settings, nvml: Nvml, sink: LabelSink, deps: Dependencies
                 return _End.EXIT
             received = deps.signals.wait(settings.sleep_interval)
             if received is None:
+                if config_identity(settings.config_file) != config:
+                    _log.info("config file %s changed, restarting", settings.config_file)
+                    return _End.RESTART
                 continue
             _log.info("received signal %d, %s", received, "restarting" if received == RELOAD else "shutting down")
             return _End.RESTART if received == RELOAD else _End.EXIT

@@ -50,6 +50,7 @@ CONFIG_FILE = f"{CONFIG_DIR}/config.yaml"
 AVAILABLE_CONFIGS_DIR = "/available-configs"
 _SHARED_VOLUME = "config"
 _AGENT_COMMAND = ["gpu-operator-agent", "config-manager"]
+_CONFIG_MANAGER_OWNER = "devicePlugin"
 
 
 
@@ -79,18 +80,35 @@ def _mounts(ctx: RenderContext) -> list[Object]:
     return [mount(_SHARED_VOLUME, CONFIG_DIR), mount(ctx.spec.device_plugin.config.name, AVAILABLE_CONFIGS_DIR)]
 
 
+def _agent_config_manager(ctx: RenderContext, section: str | None) -> bool:
+    """Our config-manager ships with the device-plugin agent; it serves an operand that runs our agent."""
+    return section is not None and ctx.uses_agent(section) and ctx.uses_agent(_CONFIG_MANAGER_OWNER)
+
+
 def _program(ctx: RenderContext, section: str | None) -> tuple[str, str, list[str]]:
     """(image, pull policy, command) of the config-manager for an operand section (None: always NVIDIA's)."""
-    if section is not None and ctx.uses_agent(section):
+    if _agent_config_manager(ctx, section):
         agents = ctx.config.agents.image
         return agents.reference, agents.pull_policy, list(_AGENT_COMMAND)
     plugin = ctx.spec.device_plugin
     return image_path(plugin), plugin.image_pull_policy, ["config-manager"]
 
 
+def _sends_signal(ctx: RenderContext, section: str | None, oneshot: bool) -> bool:
+    """Whether the sidecar signals the program after switching configs.
+
+    NVIDIA's config-manager finds the process by its argv[0]; a Python console script's argv[0] is the
+    interpreter, so it cannot find our agents. Next to NVIDIA's config-manager our agents watch the config file
+    themselves, and the sidecar only switches it.
+    """
+    if oneshot:
+        return False
+    return not (section is not None and ctx.uses_agent(section) and not _agent_config_manager(ctx, section))
+
+
 def _config_manager(ctx: RenderContext, section: str | None, *, oneshot: bool, process: str) -> Object:
     image, policy, command = _program(ctx, section)
-    signal = not oneshot
+    signal = _sends_signal(ctx, section, oneshot)
     container: Object = {
         "name": "config-manager-init" if oneshot else "config-manager",
         "image": image,

@@ -117,6 +117,41 @@ def test_sighup_reloads_the_config_and_takes_a_new_timestamp(env: dict[str, str]
     assert not output.exists()
 
 
+def test_a_switched_config_symlink_reloads_without_a_signal(env: dict[str, str], tmp_path: Path) -> None:
+    # NVIDIA's config-manager switches /config/config.yaml to another ConfigMap key by re-pointing a symlink
+    plain, shared = tmp_path / "plain", tmp_path / "shared"
+    plain.write_text("version: v1\n")
+    shared.write_text(TIME_SLICED)
+    link = tmp_path / "config.yaml"
+    link.symlink_to(plain)
+    env["CONFIG_FILE"] = str(link)
+    output = Path(env["GFD_OUTPUT_FILE"])
+    seen: list[dict[str, str]] = []
+
+    def repoint() -> None:
+        seen.append(file_labels(output))
+        link.unlink()
+        link.symlink_to(shared)
+
+    signals = ScriptedSignals([None, signal.SIGTERM], before=[repoint, lambda: seen.append(file_labels(output))])
+    assert run(deps(env, signals)) == 0
+    before, after = seen
+    assert before["nvidia.com/gpu.replicas"] == "1"
+    assert after["nvidia.com/gpu.replicas"] == "4"
+    assert (before["nvidia.com/gfd.timestamp"], after["nvidia.com/gfd.timestamp"]) == ("1000", "2000")
+
+
+def test_an_unchanged_config_does_not_reload(env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TIME_SLICED)
+    env["CONFIG_FILE"] = str(config)
+    output = Path(env["GFD_OUTPUT_FILE"])
+    seen: list[dict[str, str]] = []
+    signals = ScriptedSignals([None, signal.SIGTERM], before=[lambda: seen.append(file_labels(output))] * 2)
+    assert run(deps(env, signals, times=(1000.0,))) == 0
+    assert [s["nvidia.com/gfd.timestamp"] for s in seen] == ["1000", "1000"]
+
+
 def test_infinite_sleep_waits_for_a_signal_and_keeps_the_file(env: dict[str, str]) -> None:
     env["GFD_SLEEP_INTERVAL"] = "infinite"
     signals = ScriptedSignals([signal.SIGTERM])
