@@ -16,10 +16,10 @@ without the `nvidia.com/gpu.workload.config` label count as `sandboxWorkloads.de
 `validator.vgpuManager.env` and `validator.vgpuDevices.env`. The main container then idles; its preStop hook
 empties the status directory so a restarted validator re-gates the device plugins.
 
-The checks run `nvidia-validator` from the validator image, or `gpu-operator-agent validator` from the agents
-image when our agent implements the validator; then the checks stay privileged (they inspect the host's devices
-and vGPU manager) while the idle main container runs as unprivileged root. NVIDIA's Role only grants OpenShift's
-`privileged` SCC and is not rendered; the ClusterRole lets the validator read its Node's labels.
+The checks always run `nvidia-validator` from NVIDIA's validator image: our validator agent implements the
+container-stack components (driver, toolkit, CUDA, plugin, and the RDMA/storage modules), not the sandbox ones, so
+this operand renders as with `agents.overrides.validator: nvidia` whatever the agents setting. NVIDIA's Role only
+grants OpenShift's `privileged` SCC and is not rendered; the ClusterRole lets the validator read its Node's labels.
 """
 
 from __future__ import annotations
@@ -123,7 +123,16 @@ def _daemonset(ctx: RenderContext) -> Object:
     return finalize_daemonset(ctx, ds, section="validator", spec=ctx.spec.validator, main_container=NAME)
 
 
+def _with_nvidia_validator(ctx: RenderContext) -> RenderContext:
+    """The context with NVIDIA's validator: the sandbox components are not in our validator agent."""
+    agents = ctx.config.agents
+    overrides = {**agents.overrides, "validator": "nvidia"}
+    config = ctx.config.model_copy(update={"agents": agents.model_copy(update={"overrides": overrides})})
+    return RenderContext(config)
+
+
 def render(ctx: RenderContext) -> list[Object]:
     if not sandbox_operand_enabled(ctx, True):
         return []
+    ctx = _with_nvidia_validator(ctx)
     return [*operand_rbac(ctx, NAME, role_rules=[], cluster_rules=_CLUSTER_RULES), _daemonset(ctx)]

@@ -93,36 +93,16 @@ def test_checks_run_nvidia_validator_with_their_component() -> None:
     assert "seLinuxOptions" not in container(ds, "vgpu-devices-validation")["securityContext"]
 
 
-def test_checks_run_our_agent_by_default() -> None:
-    ds = _daemonset(ENABLED)
+def test_checks_always_run_nvidias_validator() -> None:
+    # our validator agent has no sandbox components, so the agents setting does not reach this operand
+    ours, nvidia = _daemonset(ENABLED), _daemonset(NVIDIA)
+    assert ours == nvidia
     for name in CHECKS:
-        check = container(ds, name)
-        assert check["command"] == ["gpu-operator-agent", "validator"]
-        assert "args" not in check
-        assert check["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
-    assert container(ds, "nvidia-sandbox-validator")["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
-
-
-def test_agent_main_container_drops_privileged_while_the_host_checks_keep_it() -> None:
-    ds = _daemonset(ENABLED)
-    main = container(ds, "nvidia-sandbox-validator")
-    assert main["securityContext"] == {
-        "runAsUser": 0,
-        "runAsGroup": 0,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-    assert main["volumeMounts"] == [{
-        "name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "mountPropagation": "HostToContainer",
-    }]
-    nvidia = _daemonset(NVIDIA)
-    for name in CHECKS:
-        ours, theirs = container(ds, name), container(nvidia, name)
-        assert ours["securityContext"] == theirs["securityContext"], name
-        assert ours["securityContext"]["privileged"] is True
-        assert ours["volumeMounts"] == theirs["volumeMounts"], name
+        check = container(ours, name)
+        assert (check["command"], check["args"]) == (["sh", "-c"], ["nvidia-validator"])
+        assert check["image"] == "nvcr.io/nvidia/gpu-operator:v26.7.0"
+        assert check["securityContext"]["privileged"] is True
+    assert container(ours, "nvidia-sandbox-validator")["image"] == "nvcr.io/nvidia/gpu-operator:v26.7.0"
 
 
 def test_default_workload_reaches_the_vm_checks_only() -> None:
