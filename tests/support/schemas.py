@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
-from functools import lru_cache, cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable

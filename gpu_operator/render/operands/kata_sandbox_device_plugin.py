@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
-from gpu_operator.render.k8s import Object, daemonset, deploy_selector, env_field, host_path, mount, privileged, rule
+from gpu_operator.render.k8s import Object, daemonset, deploy_selector, env_field, host_path, mount, privileged
 from gpu_operator.render.operands.common import VALIDATIONS_DIR, node_name_env
 from gpu_operator.render.operands.sandbox_common import (
     SANDBOX_PLUGIN_CLUSTER_RULES,
