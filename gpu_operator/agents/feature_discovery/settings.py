@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_operator.agents import options
 from gpu_operator.agents.feature_discovery.mig_strategy import MigStrategy
 from gpu_operator.agents.nvml import NVML_ENV
 from gpu_operator.agents.plugin_config import (
@@ -76,18 +77,11 @@ def _discovery_strategy(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Option:
-    """One setting: where it can come from and how its text is read."""
+class Option(options.Option):
+    """One setting, which may also come from the device-plugin config file's `flags` (`file_path` within it)."""
 
-    name: str
-    flags: tuple[str, ...]
-    env: tuple[str, ...]
-    file_path: tuple[str, ...] | None
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
+    file_path: tuple[str, ...] | None = None
     from_file: Callable[[Any], Any] | None = None
-    boolean: bool = False
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -283,31 +277,21 @@ class Settings:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare every option's flags; unset flags stay None so the environment and the file can decide."""
-    for option in OPTIONS:
-        if option.boolean:
-            parser.add_argument(
-                *option.flags, dest=option.name, nargs="?", const="true", default=None, metavar="BOOL", help=option.help
-            )
-        else:
-            parser.add_argument(*option.flags, dest=option.name, default=None, help=option.help)
+    options.add_arguments(parser, OPTIONS)
 
 
 def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str], config: PluginConfig) -> Any:
-    text = cli.get(option.name)
-    source = option.flags[0]
-    if text is None:
-        present = next((name for name in option.env if name in environ), None)
-        text, source = (None, "") if present is None else (environ[present], present)
+    text, source = options.given(option, cli, environ)
+    if text is not None:
+        return options.parse_given(option, text, source, SettingsError)
+    in_file = None if option.file_path is None else config.flag(*option.file_path)
+    if in_file is None:
+        return option.default
+    source = "config file flags." + ".".join(option.file_path or ())
     try:
-        if text is not None:
-            return option.parse(text)
-        in_file = None if option.file_path is None else config.flag(*option.file_path)
-        if in_file is not None:
-            source = "config file flags." + ".".join(option.file_path or ())
-            return (option.from_file or (lambda v: option.parse(str(v))))(in_file)
+        return (option.from_file or (lambda v: option.parse(str(v))))(in_file)
     except (ValueError, TypeError) as error:
-        raise SettingsError(f"invalid value for {source}: {error}") from error
-    return option.default
+        raise SettingsError(f"invalid value {in_file!r} for {source}: {error}") from error
 
 
 def _config_file(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> tuple[str, PluginConfig]:

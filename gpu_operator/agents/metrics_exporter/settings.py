@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpu_operator.agents.exposition import ListenAddress, parse_listen_address
 from gpu_operator.agents.kubelet import DEFAULT_POD_RESOURCES_SOCKET
 from gpu_operator.agents.metrics_exporter.counters import DEFAULT_COLLECTORS
 from gpu_operator.agents.metrics_exporter.entities import GPU_ID_TYPES, UID
 from gpu_operator.agents.nvml import NVML_ENV
-from gpu_operator.agents.values import parse_bool
+from gpu_operator.agents import options
+from gpu_operator.agents.options import Option, flag_option
 
 __all__ = ["OPTIONS", "Option", "Settings", "SettingsError", "add_arguments", "resolve_settings"]
 
@@ -63,19 +63,7 @@ def _unsupported(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    name: str
-    flags: tuple[str, ...]
-    env: tuple[str, ...]
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-    boolean: bool = False
-
-
-def _flag(name: str, flags: tuple[str, ...], env: str, default: bool, text: str) -> Option:
-    return Option(name, flags, (env,), parse_bool, default, text, boolean=True)
+_flag = flag_option
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -149,24 +137,9 @@ class Settings:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Every option's flags; unset flags stay None so the environment can decide."""
-    for option in OPTIONS:
-        extra: dict[str, Any] = {"nargs": "?", "const": "true", "metavar": "BOOL"} if option.boolean else {}
-        parser.add_argument(*option.flags, dest=option.name, default=None, help=option.help, **extra)
-
-
-def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Any:
-    text, source = cli.get(option.name), option.flags[-1]
-    if text is None:
-        present = next((name for name in option.env if name in environ), None)
-        if present is None:
-            return option.default
-        text, source = environ[present], present
-    try:
-        return option.parse(text)
-    except ValueError as error:
-        raise SettingsError(f"invalid value {text!r} for {source}: {error}") from error
+    options.add_arguments(parser, OPTIONS)
 
 
 def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
     """Settings from parsed flags (name -> text or None) and the environment."""
-    return Settings(**{option.name: _value(option, cli, environ) for option in OPTIONS})
+    return Settings(**options.resolve(OPTIONS, cli, environ, SettingsError))

@@ -13,14 +13,15 @@ line, else the environment, else the default.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from gpu_operator.agents.exposition import ListenAddress, parse_listen_address
 from gpu_operator.agents.node_status_exporter.status_files import DEFAULT_STATUS_DIR
 from gpu_operator.agents.nvml import NVML_ENV
 from gpu_operator.agents.nvml.selection import parse_nvml_choice
+from gpu_operator.agents import options
+from gpu_operator.agents.options import Option
 from gpu_operator.agents.values import parse_bool, parse_duration
 
 __all__ = ["COMPONENT", "OPTIONS", "Settings", "SettingsError", "add_arguments", "resolve_settings"]
@@ -57,17 +58,6 @@ def _interval(text: str) -> float:
     if seconds <= 0:
         raise ValueError("must be a positive duration")
     return seconds
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    name: str
-    flags: tuple[str, ...]
-    env: tuple[str, ...]
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-    boolean: bool = False
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -118,26 +108,11 @@ class Settings:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    for option in OPTIONS:
-        extra: dict[str, Any] = {"nargs": "?", "const": "true", "metavar": "BOOL"} if option.boolean else {}
-        parser.add_argument(*option.flags, dest=option.name, default=None, help=option.help, **extra)
-
-
-def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Any:
-    text, source = cli.get(option.name), option.flags[-1]
-    if text is None:
-        present = next((name for name in option.env if name in environ), None)
-        if present is None:
-            return option.default
-        text, source = environ[present], present
-    try:
-        return option.parse(text)
-    except ValueError as error:
-        raise SettingsError(f"invalid value {text!r} for {source}: {error}") from error
+    options.add_arguments(parser, OPTIONS)
 
 
 def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
-    settings = Settings(**{option.name: _value(option, cli, environ) for option in OPTIONS})
+    settings = Settings(**options.resolve(OPTIONS, cli, environ, SettingsError))
     if not settings.node_name:
         raise SettingsError("invalid -n <node-name> flag: must not be empty string for metrics exporter")
     return settings

@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_operator.agents import options
 from gpu_operator.agents.nvml import NVML_ENV
+from gpu_operator.agents.options import Option, flag_option
 from gpu_operator.agents.validator.gpu_resources import RESOURCE_PREFIXES
 from gpu_operator.agents.validator.status import DEFAULT_OUTPUT_DIR
-from gpu_operator.agents.values import parse_bool
 
 __all__ = [
     "DEFAULT_DRIVER_INSTALL_DIR",
@@ -45,27 +46,13 @@ def _strings(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One setting: its flags (none for environment-only settings), its variable, parser and default."""
-
-    name: str
-    flags: tuple[str, ...]
-    env: str
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-    boolean: bool = False
-
-
 def _option(
     name: str, flags: tuple[str, ...], env: str, default: Any, help: str, parse: Callable[[str], Any] = str
 ) -> Option:
-    return Option(name, flags, env, parse, default, help)
+    return Option(name, flags, (env,), parse, default, help)
 
 
-def _flag(name: str, flags: tuple[str, ...], env: str, default: bool, help: str) -> Option:
-    return Option(name, flags, env, parse_bool, default, help, boolean=True)
+_flag = flag_option
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -218,29 +205,9 @@ class Settings:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the flags; unset flags stay None so that the environment can decide."""
-    for option in OPTIONS:
-        if not option.flags:
-            continue
-        if option.boolean:
-            parser.add_argument(
-                *option.flags, dest=option.name, nargs="?", const="true", default=None, metavar="BOOL", help=option.help
-            )
-        else:
-            parser.add_argument(*option.flags, dest=option.name, default=None, help=option.help)
-
-
-def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Any:
-    text, source = cli.get(option.name), option.flags[0] if option.flags else option.env
-    if text is None and option.env in environ:
-        text, source = environ[option.env], option.env
-    if text is None:
-        return option.default
-    try:
-        return option.parse(text)
-    except ValueError as error:
-        raise SettingsError(f"invalid value for {source}: {error}") from error
+    options.add_arguments(parser, OPTIONS)
 
 
 def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
     """Settings from parsed flags (name -> text or None) and the environment."""
-    return Settings(**{option.name: _value(option, cli, environ) for option in OPTIONS})
+    return Settings(**options.resolve(OPTIONS, cli, environ, SettingsError))

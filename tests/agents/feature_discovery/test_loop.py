@@ -192,7 +192,7 @@ def test_unsupported_discovery_strategies_and_bad_settings_fail(env: dict[str, s
         run(deps(env, ScriptedSignals([])))
     env["DEVICE_DISCOVERY_STRATEGY"] = "nvml"
     env["GFD_SLEEP_INTERVAL"] = "soon"
-    with pytest.raises(AgentFailure, match="invalid value for GFD_SLEEP_INTERVAL"):
+    with pytest.raises(AgentFailure, match="invalid value 'soon' for GFD_SLEEP_INTERVAL"):
         run(deps(env, ScriptedSignals([])))
 
 

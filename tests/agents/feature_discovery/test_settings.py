@@ -145,9 +145,9 @@ def test_infinite_sleep_and_nanoseconds_in_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
-        (["--mig-strategy", "all"], {}, "invalid value for --mig-strategy"),
-        ([], {"GFD_ONESHOT": "yes"}, "invalid value for GFD_ONESHOT"),
-        (["--sleep-interval", "60"], {}, "invalid value for --sleep-interval"),
+        (["--mig-strategy", "all"], {}, "invalid value 'all' for --mig-strategy"),
+        ([], {"GFD_ONESHOT": "yes"}, "invalid value 'yes' for GFD_ONESHOT"),
+        (["--sleep-interval", "60"], {}, "invalid value '60' for --sleep-interval"),
         (["--device-discovery-strategy", "pci"], {}, "invalid --device-discovery-strategy option pci"),
         (["--config-file", "/definitely/missing.yaml"], {}, "unable to load config file /definitely/missing.yaml"),
     ],
@@ -159,5 +159,5 @@ def test_refused_values(argv: list[str], env: dict[str, str], message: str) -> N
 
 def test_refused_file_values(tmp_path: Path) -> None:
     path = config_file(tmp_path, "flags: {gfd: {oneshot: 'sometimes'}}\n")
-    with pytest.raises(SettingsError, match="invalid value for config file flags.gfd.oneshot"):
+    with pytest.raises(SettingsError, match="invalid value 'sometimes' for config file flags.gfd.oneshot"):
         resolve(["--config-file", path])

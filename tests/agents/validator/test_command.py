@@ -55,9 +55,9 @@ def test_flags_win_over_the_environment() -> None:
 @pytest.mark.parametrize(
     ("environ", "message"),
     [
-        ({"WITH_WAIT": "yes"}, "invalid value for WITH_WAIT"),
+        ({"WITH_WAIT": "yes"}, "invalid value 'yes' for WITH_WAIT"),
         ({"MIG_STRATEGY": "all"}, "unknown MIG strategy 'all'"),
-        ({"SLEEP_INTERVAL_SECONDS": "5s"}, "invalid value for SLEEP_INTERVAL_SECONDS"),
+        ({"SLEEP_INTERVAL_SECONDS": "5s"}, "invalid value '5s' for SLEEP_INTERVAL_SECONDS"),
     ],
 )
 def test_invalid_values(environ: dict, message: str) -> None:
