@@ -16,7 +16,7 @@ OPTIONS = (
 
 
 class Refused(ValueError):
-    pass
+    """The error the caller chose for refused values."""
 
 
 def _cli(argv: list[str]) -> dict[str, str | None]:

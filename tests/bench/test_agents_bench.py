@@ -171,10 +171,10 @@ def exporter_process(kubelet: FakeKubelet) -> Iterator[RunningExporter]:
     while True:
         try:
             body = _get(port)
-            if b"DCGM_FI_PROF_GR_ENGINE_ACTIVE" in body and b'pod="trainer-0"' in body:
-                break
-        except OSError:
-            pass
+        except OSError:  # not listening yet
+            body = b""
+        if b"DCGM_FI_PROF_GR_ENGINE_ACTIVE" in body and b'pod="trainer-0"' in body:
+            break
         assert time.monotonic() < deadline, "the exporter process did not start"
         time.sleep(0.1)
     yield RunningExporter(process, port)
