@@ -8,7 +8,8 @@ operands tolerate (`daemonsets.tolerations`), so it runs on tainted GPU pools.
 
 With `nfd.nodefeaturerules`, the NodeFeatureRule `nvidia-kernel-modules` labels nodes by the NVIDIA kernel
 modules loaded there: `gdrdrv` (GDRCopy), `nvidia_fs` (GPUDirect Storage) and `nvidia_peermem` (GPUDirect RDMA),
-as `nvidia.com/gpu.driver.<feature>=true`, so workloads can target nodes where those drivers run.
+as NVIDIA's chart labels them (`nvidia.com/gdrcopy.capable`, `nvidia.com/gds.capable`,
+`nvidia.com/peermem.capable` = true), so workloads can target nodes where those drivers run.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ RULE_NAME = "nvidia-kernel-modules"
 
 #: kernel module → the node label it sets
 KERNEL_MODULE_LABELS: dict[str, str] = {
-    "gdrdrv": "nvidia.com/gpu.driver.gdrcopy",
-    "nvidia_fs": "nvidia.com/gpu.driver.gds",
-    "nvidia_peermem": "nvidia.com/gpu.driver.peermem",
+    "gdrdrv": "nvidia.com/gdrcopy.capable",
+    "nvidia_fs": "nvidia.com/gds.capable",
+    "nvidia_peermem": "nvidia.com/peermem.capable",
 }
 
 
@@ -68,7 +69,7 @@ def nfd_chart(config: GpuStackConfig) -> NfdChart | None:
 
 def _module_rule(module: str, label: str) -> Object:
     return {
-        "name": f"kernel-module-{module.replace('_', '-')}",
+        "name": f"kernel-module-{module}",
         "labels": {label: "true"},
         "matchFeatures": [{"feature": "kernel.loadedmodule", "matchExpressions": {module: {"op": "Exists"}}}],
     }

@@ -58,9 +58,25 @@ def test_kernel_module_rule_only_when_asked_and_valid_against_the_crd() -> None:
     assert (rule["kind"], rule["metadata"]["name"]) == ("NodeFeatureRule", "nvidia-kernel-modules")
     labels = {label for r in rule["spec"]["rules"] for label in r["labels"]}
     assert labels == set(KERNEL_MODULE_LABELS.values()) == {
-        "nvidia.com/gpu.driver.gdrcopy", "nvidia.com/gpu.driver.gds", "nvidia.com/gpu.driver.peermem",
+        "nvidia.com/gdrcopy.capable", "nvidia.com/gds.capable", "nvidia.com/peermem.capable",
     }
     modules = {m for r in rule["spec"]["rules"] for f in r["matchFeatures"] for m in f["matchExpressions"]}
     assert modules == {"gdrdrv", "nvidia_fs", "nvidia_peermem"}
     assert all(f["feature"] == "kernel.loadedmodule" for r in rule["spec"]["rules"] for f in r["matchFeatures"])
     assert crd_errors(rule) == []
+
+
+def test_kernel_module_rule_matches_nvidia_chart() -> None:
+    """NVIDIA's chart template deployments/gpu-operator/templates/nodefeaturerules.yaml (v26.7.0): rules
+    `kernel-module-<module>` named after the module as loaded (underscores kept), labelling
+    `nvidia.com/{gdrcopy,gds,peermem}.capable=true`."""
+    [rule] = node_feature_rules(parse_config({"nfd": {"nodefeaturerules": True}}))
+    assert rule["spec"]["rules"] == [
+        {"name": f"kernel-module-{module}", "labels": {label: "true"},
+         "matchFeatures": [{"feature": "kernel.loadedmodule", "matchExpressions": {module: {"op": "Exists"}}}]}
+        for module, label in (
+            ("gdrdrv", "nvidia.com/gdrcopy.capable"),
+            ("nvidia_fs", "nvidia.com/gds.capable"),
+            ("nvidia_peermem", "nvidia.com/peermem.capable"),
+        )
+    ]

@@ -6,7 +6,8 @@ Confidential containers run in Kata VMs, so since GPU Operator v26 the CC manage
 signals readiness with `/run/nvidia/validations/.cc-manager-ctr-ready`, which the sandbox validator's
 `cc-manager-validation` waits for; the preStop hook removes that file so a restart re-gates the node.
 
-It schedules on nodes labelled both `nvidia.com/gpu.deploy.cc-manager=true` and `nvidia.com/cc.capable=true`.
+It schedules on nodes labelled `nvidia.com/gpu.deploy.cc-manager=true`, as in v26 (v25.10 also required
+`nvidia.com/cc.capable=true`, a label nothing sets since NVIDIA dropped its NFD rule).
 Pods are selected by `name=nvidia-cc-manager`; the DaemonSet itself carries `app=nvidia-cc-manager`. NVIDIA's
 Role also grants OpenShift's `privileged` SCC, which is left out.
 """
@@ -52,7 +53,7 @@ def _manager_container(ctx: RenderContext) -> Object:
 
 def _daemonset(ctx: RenderContext) -> Object:
     pod: Object = {
-        "nodeSelector": {**deploy_selector("cc-manager"), "nvidia.com/cc.capable": "true"},
+        "nodeSelector": deploy_selector("cc-manager"),
         "serviceAccountName": NAME,
         "containers": [_manager_container(ctx)],
         "terminationGracePeriodSeconds": 30,

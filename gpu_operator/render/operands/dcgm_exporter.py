@@ -8,13 +8,18 @@ Switches:
 
 * `dcgmExporter.config.name`: the metrics CSV (key `dcgm-metrics.csv`) is mounted at
   `/etc/dcgm-exporter/dcgm-metrics.csv` and collected instead of the image's `dcp-metrics-included.csv`; with
-  `configs.dcgmExporter` set we also create that ConfigMap (what the Helm chart's `config.create` does).
+  `configs.dcgmExporter` set we also create that ConfigMap (what the Helm chart's `config.create` does). Like
+  NVIDIA we only mount it: `DCGM_EXPORTER_CONFIGMAP_DATA` would make NVIDIA's exporter read the ConfigMap through
+  the API instead (and exit when it has no `metrics` key), so it is set only when the user sets it.
 * `enablePodLabels` / `enablePodUID` (or the same exporter env set by hand): pod labels and UIDs on every series,
   which needs the ClusterRole `nvidia-dcgm-exporter-read-pods` and a mounted ServiceAccount token. The token is
-  mounted only when the exporter reads the API (pod metadata or a metrics ConfigMap), as NVIDIA does.
+  mounted only when the exporter reads the API (pod metadata, or a user-set `DCGM_EXPORTER_CONFIGMAP_DATA`), as
+  NVIDIA does.
 * `hpcJobMapping`: job ids from a host directory the workload manager writes; `hostPID`; `annotations` (pod).
 * `service.type` / `service.internalTrafficPolicy` on Service `nvidia-dcgm-exporter`; the ServiceMonitor follows
-  `serviceMonitor` when the cluster has the Prometheus Operator CRDs (`cluster.prometheusOperator`).
+  `serviceMonitor`, merged over the chart's defaults (enabled, interval 15s, scrapeTimeout 10s, honorLabels
+  false) as Helm merges values, when the cluster has the Prometheus Operator CRDs (`cluster.prometheusOperator`;
+  asking for one without them is a config error).
 
 With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes,
 unprivileged: root with CAP_SYS_ADMIN only, GPUs through the runtime (see `agent_security`).
@@ -27,6 +32,7 @@ from __future__ import annotations
 import posixpath
 
 from gpu_operator.config.clusterpolicy.monitoring import DcgmExporterSpec
+from gpu_operator.config.clusterpolicy.runtime import ServiceMonitorConfig
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import operand_image
 from gpu_operator.render.k8s import (
@@ -62,7 +68,9 @@ __all__ = [
     "METRICS_FILE",
     "DEFAULT_COLLECTORS",
     "CUSTOM_COLLECTORS",
+    "SERVICE_MONITOR_DEFAULTS",
     "reads_pods",
+    "service_monitor_settings",
     "render",
 ]
 
@@ -82,6 +90,10 @@ _POD_METADATA_ENV = ("DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", "DCGM_EXPORTE
 _CONFIGMAP_DATA = "DCGM_EXPORTER_CONFIGMAP_DATA"
 _REMOTE_HOSTENGINE = "DCGM_REMOTE_HOSTENGINE_INFO"
 _NO_CONFIGMAP = ("", "none")
+#: The chart's `dcgmExporter.serviceMonitor` values (v26.7.0), under a user's block as Helm merges them.
+SERVICE_MONITOR_DEFAULTS: dict[str, object] = {
+    "enabled": True, "interval": "15s", "scrape_timeout": "10s", "honor_labels": False,
+}
 
 
 def _user_env(spec: DcgmExporterSpec) -> dict[str, str]:
@@ -95,14 +107,16 @@ def reads_pods(spec: DcgmExporterSpec) -> bool:
     return spec.enable_pod_labels or spec.enable_pod_uid or by_env
 
 
-def _configmap_data(ctx: RenderContext) -> str:
-    name = ctx.spec.dcgm_exporter.config.name
-    return f"{ctx.namespace}:{name}" if name else "none"
+def service_monitor_settings(spec: DcgmExporterSpec) -> ServiceMonitorConfig:
+    """`serviceMonitor` with every field the user left out taken from the chart's defaults."""
+    settings = spec.service_monitor
+    missing = {key: value for key, value in SERVICE_MONITOR_DEFAULTS.items() if getattr(settings, key) is None}
+    return settings.model_copy(update=missing)
 
 
 def _reads_api(ctx: RenderContext) -> bool:
     spec = ctx.spec.dcgm_exporter
-    configmap = _user_env(spec).get(_CONFIGMAP_DATA, _configmap_data(ctx))
+    configmap = _user_env(spec).get(_CONFIGMAP_DATA, "")
     return reads_pods(spec) or configmap not in _NO_CONFIGMAP
 
 
@@ -113,7 +127,6 @@ def _env(ctx: RenderContext) -> list[Object]:
         env("DCGM_EXPORTER_KUBERNETES", True),
         env("DCGM_EXPORTER_COLLECTORS", CUSTOM_COLLECTORS if spec.config.name else DEFAULT_COLLECTORS),
         node_name_env(),
-        env(_CONFIGMAP_DATA, _configmap_data(ctx)),
     ]
     if ctx.spec.dcgm.enabled:
         variables.append(env(_REMOTE_HOSTENGINE, f"{dcgm.NAME}:{dcgm.PORT}"))
@@ -209,7 +222,7 @@ def _service(ctx: RenderContext) -> Object:
 
 
 def _service_monitor(ctx: RenderContext) -> Object:
-    settings = ctx.spec.dcgm_exporter.service_monitor
+    settings = service_monitor_settings(ctx.spec.dcgm_exporter)
     endpoint: Object = {"port": "gpu-metrics", "path": "/metrics"}
     optional = {
         "interval": settings.interval,
@@ -235,7 +248,8 @@ def _service_monitor(ctx: RenderContext) -> Object:
 
 
 def _wants_service_monitor(ctx: RenderContext) -> bool:
-    return bool(ctx.spec.dcgm_exporter.service_monitor.enabled) and ctx.config.cluster.prometheus_operator
+    enabled = service_monitor_settings(ctx.spec.dcgm_exporter).enabled
+    return bool(enabled) and ctx.config.cluster.prometheus_operator
 
 
 def render(ctx: RenderContext) -> list[Object]:

@@ -24,6 +24,7 @@ from gpu_operator.render.k8s import (
     daemonset,
     deploy_selector,
     env,
+    env_field,
     host_path,
     metadata,
     mount,
@@ -59,6 +60,8 @@ def _container(ctx: RenderContext) -> Object:
             env("METRICS_PORT", PORT),
             env("NVIDIA_VISIBLE_DEVICES", "void"),
             node_name_env(),
+            # without it the validator looks for the driver DaemonSet cluster-wide, which its Role forbids
+            env_field("OPERATOR_NAMESPACE", "metadata.namespace"),
         ],
         "ports": [{"name": "node-status", "containerPort": PORT}],
         "securityContext": privileged(runAsUser=0),

@@ -103,6 +103,8 @@ def _daemonset(ctx: RenderContext, pool: DriverPool) -> Object:
     spec = ctx.spec.vgpu_manager
     module_mounts, module_volumes = _kernel_module_config(ctx)
     pod: Object = {
+        # unloading the vGPU manager driver outlasts the default 30 s
+        "terminationGracePeriodSeconds": 120,
         "nodeSelector": {**deploy_selector("vgpu-manager"), **pool.node_selector},
         "serviceAccountName": SERVICE_ACCOUNT,
         "hostPID": True,

@@ -57,7 +57,7 @@ def test_daemonset_matches_upstream() -> None:
     assert ds["spec"]["selector"]["matchLabels"] == {"name": "nvidia-cc-manager"}
     assert ds["spec"]["template"]["metadata"]["labels"] == {"name": "nvidia-cc-manager"}
     assert ds["metadata"]["labels"]["app"] == "nvidia-cc-manager"
-    assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.cc-manager": "true", "nvidia.com/cc.capable": "true"}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.cc-manager": "true"}
     assert pod["serviceAccountName"] == "nvidia-cc-manager"
     assert pod["terminationGracePeriodSeconds"] == 30
     assert "runtimeClassName" not in pod
@@ -92,3 +92,11 @@ def test_user_env_comes_after_the_default_mode() -> None:
     assert [e["name"] for e in container(ds, "nvidia-cc-manager")["env"]] == [
         "NODE_NAME", "NVIDIA_VISIBLE_DEVICES", "DEFAULT_CC_MODE", "CC_CAPABLE_DEVICE_IDS",
     ]
+
+
+def test_selects_only_the_deploy_label_as_nvidia_v26() -> None:
+    """NVIDIA's v26.7.0 assets/state-cc-manager/0500_daemonset.yaml selects only
+    `nvidia.com/gpu.deploy.cc-manager=true`; the `nvidia.com/cc.capable=true` selector (and the NFD rule that set
+    it) went away after v25.10.1, so nothing sets that label and a pod selecting it never schedules."""
+    pod = pod_of(find(render_operand(cc_manager.render, {**KATA, "agents": {"implementation": "nvidia"}}), "DaemonSet"))
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.cc-manager": "true"}

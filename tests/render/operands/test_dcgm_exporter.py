@@ -82,7 +82,6 @@ def test_daemonset_matches_upstream() -> None:
         "DCGM_EXPORTER_KUBERNETES": "true",
         "DCGM_EXPORTER_COLLECTORS": "/etc/dcgm-exporter/dcp-metrics-included.csv",
         "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-        "DCGM_EXPORTER_CONFIGMAP_DATA": "none",
     }
     assert exporter["ports"] == [{"name": "metrics", "containerPort": 9400}]
     health = {"httpGet": {"port": 9400, "path": "/health"}, "initialDelaySeconds": 45}
@@ -176,7 +175,7 @@ def test_service_monitor_settings_pass_the_crd_schema() -> None:
     assert monitor["metadata"]["labels"]["app"] == "nvidia-dcgm-exporter"
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["monitoring-gpu"]}
     assert monitor["spec"]["endpoints"] == [{
-        "port": "gpu-metrics", "path": "/metrics", "interval": "30s", "honorLabels": True,
+        "port": "gpu-metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s", "honorLabels": True,
         "relabelings": [{"action": "replace", "regex": "(.*)", "replacement": "$1",
                          "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance"}],
     }]
@@ -202,12 +201,11 @@ def test_custom_metrics_csv_configmap_is_mounted() -> None:
     ds = find(objects, "DaemonSet")
     exporter = _exporter(objects)
     assert env_of(exporter)["DCGM_EXPORTER_COLLECTORS"] == "/etc/dcgm-exporter/dcgm-metrics.csv"
-    assert env_of(exporter)["DCGM_EXPORTER_CONFIGMAP_DATA"] == "gpu-operator:custom-dcgm-metrics"
     assert {"name": "metrics-config", "mountPath": "/etc/dcgm-exporter/dcgm-metrics.csv", "readOnly": True,
             "subPath": "dcgm-metrics.csv"} in exporter["volumeMounts"]
     assert {"name": "metrics-config", "configMap": {"name": "custom-dcgm-metrics",
             "items": [{"key": "dcgm-metrics.csv", "path": "dcgm-metrics.csv"}]}} in pod_of(ds)["volumes"]
-    assert pod_of(ds)["automountServiceAccountToken"] is True
+    assert pod_of(ds)["automountServiceAccountToken"] is False
     assert_valid(objects)
 
 
@@ -315,3 +313,48 @@ def test_nri_plugin_annotates_instead_of_runtime_class() -> None:
     assert ds["spec"]["template"]["metadata"]["annotations"] == {
         "nvidia.cdi.k8s.io/container.nvidia-dcgm-exporter": "management.nvidia.com/gpu=all"
     }
+
+
+# --- regressions against NVIDIA v26.7.0 ------------------------------------------------------------------------
+
+PROMETHEUS = {"cluster": {"prometheusOperator": True}}
+
+
+@pytest.mark.parametrize("implementation", ["nvidia", "agents"])
+def test_metrics_configmap_is_only_mounted_never_read_through_the_api(implementation: str) -> None:
+    """NVIDIA's `TransformDCGMExporter` (controllers/object_controls.go) mounts the `dcgm-metrics.csv` key and points
+    `DCGM_EXPORTER_COLLECTORS` at it; it never sets `DCGM_EXPORTER_CONFIGMAP_DATA`, which would make the exporter
+    read the ConfigMap through the API (and exit on a ConfigMap without a `metrics` key). Our agent reads the
+    mounted file too, so neither implementation sets it, and the token stays unmounted."""
+    document = {"agents": {"implementation": implementation}, "operator": {"dcgmExporter": {"config": {"name": "m"}}}}
+    for config in ({}, document):
+        objects = render_operand(dcgm_exporter.render, {"agents": {"implementation": implementation}, **config})
+        exporter = _exporter(objects)
+        assert "DCGM_EXPORTER_CONFIGMAP_DATA" not in env_of(exporter)
+        assert pod_of(find(objects, "DaemonSet"))["automountServiceAccountToken"] is False
+    assert env_of(exporter)["DCGM_EXPORTER_COLLECTORS"] == "/etc/dcgm-exporter/dcgm-metrics.csv"
+    assert mounts(exporter)["metrics-config"] == "/etc/dcgm-exporter/dcgm-metrics.csv"
+
+
+def test_configmap_data_set_by_the_user_still_mounts_the_token() -> None:
+    """NVIDIA's `dcgmExporterEnvRequiresAPIAccess`: a user-set `DCGM_EXPORTER_CONFIGMAP_DATA` other than `none`
+    makes the exporter read the API, so the token is mounted."""
+    objects = _render({"env": [{"name": "DCGM_EXPORTER_CONFIGMAP_DATA", "value": "gpu-operator:m"}]})
+    assert env_of(_exporter(objects))["DCGM_EXPORTER_CONFIGMAP_DATA"] == "gpu-operator:m"
+    assert pod_of(find(objects, "DaemonSet"))["automountServiceAccountToken"] is True
+
+
+@pytest.mark.parametrize(("block", "endpoint"), [
+    ({"enabled": True}, {"interval": "15s", "scrapeTimeout": "10s", "honorLabels": False}),
+    ({"interval": "30s"}, {"interval": "30s", "scrapeTimeout": "10s", "honorLabels": False}),
+    ({"honorLabels": True, "scrapeTimeout": "5s"}, {"interval": "15s", "scrapeTimeout": "5s", "honorLabels": True}),
+])
+def test_service_monitor_block_is_merged_over_the_chart_defaults(block: dict[str, Any], endpoint: dict[str, Any]) -> None:
+    """NVIDIA's chart (deployments/gpu-operator/values.yaml) gives `dcgmExporter.serviceMonitor` interval 15s,
+    scrapeTimeout 10s and honorLabels false, and Helm merges a user's block over them; the ServiceMonitor
+    (assets/state-dcgm-exporter/0500_service_monitor.yaml, `TransformDCGMExporterServiceMonitor`) carries them."""
+    objects = render_operand(dcgm_exporter.render, {**NVIDIA, **PROMETHEUS, "operator": {"dcgmExporter": {
+        "serviceMonitor": block}}})
+    monitor = find(objects, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"] == [{"port": "gpu-metrics", "path": "/metrics", **endpoint}]
+    assert_valid(objects)

@@ -96,6 +96,7 @@ def test_daemonset_matches_upstream() -> None:
         "METRICS_PORT": "8000",
         "NVIDIA_VISIBLE_DEVICES": "void",
         "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "OPERATOR_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
     }
     assert exporter["ports"] == [{"name": "node-status", "containerPort": 8000}]
     assert exporter["securityContext"] == {"privileged": True, "runAsUser": 0}
@@ -136,3 +137,14 @@ def test_host_root_and_user_settings() -> None:
     assert exporter["resources"] == {"requests": {"cpu": "10m"}}
     assert exporter["image"] == "registry.example.com/nvidia/gpu-operator:v26.7.0-custom"
     assert_valid(objects)
+
+
+def test_exporter_is_told_its_namespace() -> None:
+    """NVIDIA's assets/state-node-status-exporter/0700_daemonset.yaml sets `OPERATOR_NAMESPACE` from the pod's
+    namespace: without it NVIDIA's validator lists driver DaemonSets cluster-wide, is Forbidden by its Role, and
+    reports `gpu_operator_node_driver_ready` as 0 forever. Both implementations get the same env."""
+    for implementation in ("nvidia", "agents"):
+        objects = render_operand(node_status_exporter.render, {**ENABLED, "agents": {"implementation": implementation}})
+        namespace = env_of(_exporter(objects))["OPERATOR_NAMESPACE"]
+        assert namespace == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+        assert_valid(objects)

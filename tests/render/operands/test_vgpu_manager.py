@@ -182,3 +182,11 @@ def test_user_settings_reach_the_manager_container() -> None:
     assert ctr["resources"] == {"limits": {"memory": "2Gi"}}
     assert pod_of(ds)["imagePullSecrets"] == [{"name": "ngc"}, {"name": "vgpu-registry"}]
     assert_valid([ds])
+
+
+def test_driver_unload_gets_two_minutes() -> None:
+    """NVIDIA's assets/state-vgpu-manager/0500_daemonset.yaml gives the pod `terminationGracePeriodSeconds: 120`,
+    so unloading the vGPU manager driver is not cut off by the default 30 s."""
+    for document in (NVIDIA, TWO_OSES):
+        for ds in (o for o in render_operand(vgpu_manager.render, document) if o["kind"] == "DaemonSet"):
+            assert pod_of(ds)["terminationGracePeriodSeconds"] == 120
