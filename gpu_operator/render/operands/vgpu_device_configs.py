@@ -17,9 +17,11 @@ vgpu-configs:
 NVIDIA ships this file as ~900 near-identical YAML entries. Here each GPU board lists its vGPU types once, as
 `<type suffix>:<instances per GPU>`; boards with the same frame buffer share one profile. Type names follow
 NVIDIA's scheme: `<board>-<frame buffer GB><series>` for time-sliced types (series Q: virtual workstation,
-C: compute), `<board>-<slices>-<frame buffer GB>C` for MIG-backed types, and a `ME` suffix for the MIG-backed
-type that owns the media engines. The instance counts are NVIDIA's published maxima per physical GPU; they are
-data, not a formula (many stop at 32, and a few differ from "frame buffer / type size").
+C: compute), `<board>-<slices>-<frame buffer GB>C` for MIG-backed types, a `ME` suffix for the MIG-backed
+type that owns the media engines, and a `GFX` suffix on the graphics variants of the 6000D and DC types. The
+instance counts are NVIDIA's published maxima per physical GPU; they are data, not a formula (many stop at 32,
+and a few differ from "frame buffer / type size"). Boards are listed in the order of NVIDIA's file (v26.7.0),
+which appends its newest types (6000D and DC `GFX` variants, B300X) after the rest, so a board may appear twice.
 
 The `default` config gives each known GPU model two instances of its half-frame-buffer type (one full-size
 instance on the largest boards), keyed by PCI device id.
@@ -110,6 +112,14 @@ BOARDS: tuple[tuple[str, str], ...] = (
     ("V100S", _Q32),
     ("V100X", _Q16),
     ("V100", _Q16),
+    ("6000D", "1-42CGFX:2 1-42QGFX:2 2-84CGFX:1 2-84QGFX:1"),
+    ("B300X", "1-34C:7 1-34CME:1 1-67C:4 2-67C:3 3-135C:2 4-135C:1 7-269C:1 269C:1"),
+    ("DC", (
+        "1-2QGFX:48 1-3QGFX:32 1-4QGFX:24 1-6QGFX:16 1-8CGFX:12 1-8QGFX:12 1-12CGFX:8 1-12QGFX:8 1-16C:2 1-16Q:2 "
+        "1-24CGFX:4 1-24QGFX:4 2-8C:4 2-8Q:4 2-12CGFX:8 2-12QGFX:8 2-16CGFX:6 2-16QGFX:6 2-24CGFX:4 2-24QGFX:4 "
+        "2-32C:1 2-32Q:1 2-48CGFX:2 2-48QGFX:2 4-24CGFX:4 4-24QGFX:4 4-32CGFX:3 4-32QGFX:3 4-48CGFX:2 4-48QGFX:2 "
+        "4-96CGFX:1 4-96QGFX:1"
+    )),
 )
 
 #: The `default` config: PCI device id → (vGPU type, instances per GPU), in NVIDIA's order. Two ids appear twice
@@ -128,7 +138,7 @@ DEFAULTS: tuple[tuple[str, str, int], ...] = (
     ("25B6", "A16-8Q", 2), ("25B6", "A2-8Q", 2), ("26B1", "RTX6000-Ada-24Q", 2), ("26B2", "RTX5000-Ada-16Q", 2),
     ("26B3", "RTX5880-Ada-24Q", 2), ("26B5", "L40-24Q", 2), ("26B9", "L40S-24Q", 2), ("26BA", "L20-24Q", 2),
     ("27B6", "L2-12Q", 2), ("27B8", "L4-12Q", 2), ("2901", "B200X-180C", 1), ("2941", "GB200-189C", 1),
-    ("2BB5", "DC-48Q", 2), ("2BB9", "6000D-84Q", 1),
+    ("2BB5", "DC-48Q", 2), ("2BB9", "6000D-84Q", 1), ("2C3A", "DC-16Q", 2), ("3182", "B300X-269C", 1),
 )
 
 
