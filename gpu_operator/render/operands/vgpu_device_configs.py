@@ -14,7 +14,7 @@ vgpu-configs:
       vgpu-devices: {A10-12Q: 2}
 ```
 
-NVIDIA ships this file as ~900 near-identical YAML entries. Here each GPU board lists its vGPU types once, as
+NVIDIA ships this file as 711 near-identical YAML configs. Here each GPU board lists its vGPU types as
 `<type suffix>:<instances per GPU>`; boards with the same frame buffer share one profile. Type names follow
 NVIDIA's scheme: `<board>-<frame buffer GB><series>` for time-sliced types (series Q: virtual workstation,
 C: compute), `<board>-<slices>-<frame buffer GB>C` for MIG-backed types, a `ME` suffix for the MIG-backed
