@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-tools run test bench golden clean
+.PHONY: setup test-tools run test bench golden clean e2e-tools e2e
 
 setup: $(STAMP)
 
@@ -24,9 +24,19 @@ run: setup
 test-tools:
 	./tools/install-test-tools.sh
 
-## The whole test suite (benchmarks excluded; see `make bench`).
+## The whole test suite (benchmarks and the end-to-end tier excluded; see `make bench` and `make e2e`).
 test: setup test-tools
-	$(PY) -m pytest tests --ignore=tests/bench -q
+	$(PY) -m pytest tests --ignore=tests/bench --ignore=tests/e2e -q
+
+## Build the end-to-end tier's programs (etcd, Kubernetes control plane, KWOK, Pulumi CLI) from the Go module
+## proxy into a cache outside the repository; idempotent and resumable. The first build takes about an hour.
+e2e-tools:
+	./tools/e2e/build.sh
+
+## The end-to-end tier against a local control plane with simulated GPU nodes (needs `make e2e-tools` first).
+e2e: setup
+	@./tools/e2e/build.sh --check || { echo "make e2e: the e2e tools are not built; run 'make e2e-tools' first" >&2; exit 1; }
+	$(PY) -m pytest tests/e2e -m e2e -q -p no:cacheprovider
 
 ## Benchmarks, reported against baselines measured in the same run.
 bench: setup
