@@ -167,6 +167,45 @@ A100_MIG_MIXED = A100_MIG | {
     "nvidia.com/mig-1g.10gb.engines.ofa": "0",
 }
 
+# The h100-8x node with MIG on: the full-GPU group is labelled without sharing (replicas 0).
+H100_MIG = H100 | {"nvidia.com/gpu.replicas": "0"}
+
+# 7 x 1g.10gb per GPU: 56 MIG devices of 9984 MiB, 16 SMs, 1 copy engine, 1 decoder, 1 JPEG, no encoder, no OFA
+# (Hopper's 1g slice has a decoder and a JPEG engine, unlike Ampere's).
+H100_MIG_SINGLE = H100_MIG | {
+    "nvidia.com/mig.strategy": "single",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+    "nvidia.com/gpu.count": "56",
+    "nvidia.com/gpu.replicas": "1",
+    "nvidia.com/gpu.sharing-strategy": "none",
+    "nvidia.com/gpu.memory": "9984",
+    "nvidia.com/gpu.multiprocessors": "16",
+    "nvidia.com/gpu.slices.gi": "1",
+    "nvidia.com/gpu.slices.ci": "1",
+    "nvidia.com/gpu.engines.copy": "1",
+    "nvidia.com/gpu.engines.decoder": "1",
+    "nvidia.com/gpu.engines.encoder": "0",
+    "nvidia.com/gpu.engines.jpeg": "1",
+    "nvidia.com/gpu.engines.ofa": "0",
+}
+
+H100_MIG_MIXED = H100_MIG | {
+    "nvidia.com/mig.strategy": "mixed",
+    "nvidia.com/mig-1g.10gb.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+    "nvidia.com/mig-1g.10gb.count": "56",
+    "nvidia.com/mig-1g.10gb.replicas": "1",
+    "nvidia.com/mig-1g.10gb.sharing-strategy": "none",
+    "nvidia.com/mig-1g.10gb.memory": "9984",
+    "nvidia.com/mig-1g.10gb.multiprocessors": "16",
+    "nvidia.com/mig-1g.10gb.slices.gi": "1",
+    "nvidia.com/mig-1g.10gb.slices.ci": "1",
+    "nvidia.com/mig-1g.10gb.engines.copy": "1",
+    "nvidia.com/mig-1g.10gb.engines.decoder": "1",
+    "nvidia.com/mig-1g.10gb.engines.encoder": "0",
+    "nvidia.com/mig-1g.10gb.engines.jpeg": "1",
+    "nvidia.com/mig-1g.10gb.engines.ofa": "0",
+}
+
 # Two MIG-enabled and two MIG-disabled A100s of the same name: count 4, and the MIG-disabled group (labelled
 # last, with sharing) decides replicas = 1.
 MIXED_NODE = COMMON | {
@@ -252,6 +291,9 @@ EXPECTED = {
     ("h100-8x", MigStrategy.NONE): H100,
     ("h100-8x", MigStrategy.SINGLE): H100 | {"nvidia.com/mig.strategy": "single"},
     ("h100-8x", MigStrategy.MIXED): H100 | {"nvidia.com/mig.strategy": "mixed"},
+    ("h100-8x-mig", MigStrategy.NONE): H100_MIG,
+    ("h100-8x-mig", MigStrategy.SINGLE): H100_MIG_SINGLE,
+    ("h100-8x-mig", MigStrategy.MIXED): H100_MIG_MIXED,
     ("h200-8x", MigStrategy.NONE): H200,
     ("h200-8x", MigStrategy.SINGLE): H200 | {"nvidia.com/mig.strategy": "single"},
     ("h200-8x", MigStrategy.MIXED): H200 | {"nvidia.com/mig.strategy": "mixed"},

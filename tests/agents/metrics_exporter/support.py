@@ -46,6 +46,8 @@ NOT_SUPPORTED: dict[str, frozenset[str]] = {
     # Ampere has no GPM; NVML refuses utilisation queries on a GPU in MIG mode.
     "a100-8x-mig": PROFILING | UTILISATION,
     "a100-4x-mixed-mig": PROFILING,
+    # Hopper has GPM (per GPU instance under MIG); utilisation is refused in MIG mode as on Ampere.
+    "h100-8x-mig": UTILISATION,
     # Turing: no GPM, no HBM temperature sensor, no NVLink, no row remapping.
     "t4-1x": PROFILING
     | {

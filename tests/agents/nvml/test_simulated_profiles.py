@@ -25,13 +25,14 @@ MIB = 1 << 20
 
 
 def test_shipped_profiles() -> None:
-    assert profile_names() == ("a100-4x-mixed-mig", "a100-8x-mig", "h100-8x", "h200-8x", "t4-1x")
+    assert profile_names() == ("a100-4x-mixed-mig", "a100-8x-mig", "h100-8x", "h100-8x-mig", "h200-8x", "t4-1x")
 
 
 @pytest.mark.parametrize(
     ("profile", "count", "name", "device_id", "memory_mib", "capability", "nvlinks", "mig"),
     [
         ("h100-8x", 8, "NVIDIA H100 80GB HBM3", 0x233010DE, 81559, (9, 0), 18, MigMode(False, False)),
+        ("h100-8x-mig", 8, "NVIDIA H100 80GB HBM3", 0x233010DE, 81559, (9, 0), 18, MigMode(True, True)),
         ("h200-8x", 8, "NVIDIA H200", 0x233510DE, 143771, (9, 0), 18, MigMode(False, False)),
         ("a100-8x-mig", 8, "NVIDIA A100-SXM4-80GB", 0x20B210DE, 81920, (8, 0), 12, MigMode(True, True)),
         ("t4-1x", 1, "Tesla T4", 0x1EB810DE, 15360, (7, 5), 0, None),
@@ -91,6 +92,25 @@ def test_a100_mig_layout_is_all_1g_10gb() -> None:
         gpu_instance_slices=1,
         compute_instance_slices=1,
         memory_mib=9728,
+    )
+
+
+def test_h100_mig_devices_have_hoppers_engines() -> None:
+    gpus = open_nvml("fake:h100-8x-mig").devices()
+    assert {m.profile for g in gpus for m in g.mig_devices} == {"1g.10gb"}
+    assert [m.gpu_instance_id for m in gpus[0].mig_devices] == [7, 8, 9, 10, 11, 12, 13]
+    assert sum(len(g.mig_devices) for g in gpus) == 56
+    # nvidia-smi mig -lgip on H100 80GB: 16 SMs, 1 CE, 1 NVDEC, 0 NVENC, 1 NVJPG, 0 OFA, 9.75 GiB
+    assert gpus[0].mig_devices[0].attributes == MigAttributes(
+        multiprocessors=16,
+        copy_engines=1,
+        decoders=1,
+        encoders=0,
+        jpegs=1,
+        ofas=0,
+        gpu_instance_slices=1,
+        compute_instance_slices=1,
+        memory_mib=9984,
     )
 
 
