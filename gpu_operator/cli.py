@@ -3,33 +3,68 @@
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
 
-Without `-f`, `render` uses the built-in default stack. With `-o DIR`, the AKS resources of the config (one
-agent pool per GPU pool, and the cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`;
-stdout only ever carries Kubernetes manifests. A bad config prints every problem and exits with status 2.
+Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
+(`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
+without the Pulumi CLI. With `-o DIR`, the AKS resources of the config (one agent pool per GPU pool, and the
+cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`, and the values of the Node Feature
+Discovery chart that GpuOperator installs under `DIR/helm/`; stdout only ever carries Kubernetes manifests.
+
+No input ends in a traceback. A bad file, config or output directory prints `error: <path>: <what>` with the fix
+on stderr, exits with status 2 and writes nothing (everything is rendered in memory before the first file is
+written); a bad command line prints the usage and exits with status 2. Anything else is a bug of this package: it
+is reported in one line, with status 1 (`GPU_OPERATOR_TRACEBACK=1` shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
-from collections.abc import Sequence
+from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
 
-from gpu_operator.config import ConfigError, GpuStackConfig, load_config
-from gpu_operator.manifests import dump_all_yaml, dump_yaml, format_table, summary_rows, write_directory
+from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.manifests import dump_all_yaml, dump_yaml, format_table, manifest_files, summary_rows, write_files
+from gpu_operator.render.nfd import NfdChart, nfd_chart
 from gpu_operator.render.registry import RenderedOperand
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "format_error", "EXIT_USAGE", "EXIT_BUG"]
+
+#: Bad input: a file, a config, an output directory or the command line.
+EXIT_USAGE = 2
+#: A bug of this package (an exception no input should cause).
+EXIT_BUG = 1
+#: stdout's reader went away (`| head`): what a shell reports for a process ended by SIGPIPE.
+EXIT_PIPE_CLOSED = 141
+#: Set to show the traceback of a bug instead of the one-line report.
+TRACEBACK_VARIABLE = "GPU_OPERATOR_TRACEBACK"
+
+
+class UsageError(Exception):
+    """A command line argparse refused; `parser` is the (sub)command it was refused by."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises UsageError instead of printing and exiting, so main() reports it."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
-    render.add_argument("-f", "--file", type=Path, help="config document (default: the built-in default stack)")
+    render.add_argument("-f", "--file", type=Path,
+                        help="config document or Pulumi stack file (default: the built-in default stack)")
     render.add_argument("-o", "--output", type=Path, help="directory for one file per object (default: stdout)")
     render.add_argument("--summary", action="store_true", help="print a table of operands, DaemonSets and images")
 
@@ -41,38 +76,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_azure(config: GpuStackConfig, directory: Path) -> list[Path]:
-    """Write the config's ARM documents under `directory/azure/`, replacing the ones a previous render wrote."""
-    from gpu_operator.render.aks.documents import AZURE_FILE_PREFIXES, azure_documents
+def format_error(error: ConfigError) -> str:
+    """`error: <source>: <problem>` for one problem; the count and one line per problem for several."""
+    if len(error.problems) == 1:
+        return f"error: {error.source}: {error.problems[0]}"
+    lines = "\n".join(f"  - {problem}" for problem in error.problems)
+    return f"error: {error.source}: {len(error.problems)} problems:\n{lines}"
 
-    documents = azure_documents(config)
-    azure = directory / "azure"
-    if azure.is_dir():
-        for stale in azure.glob("*.json"):
-            if stale.name.startswith(AZURE_FILE_PREFIXES):
-                stale.unlink()
-    if documents:
-        azure.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, document in documents.items():
-        path = azure / name
-        path.write_text(json.dumps(document, indent=2) + "\n")
-        paths.append(path)
-    return paths
+
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def _chart_line(chart: NfdChart) -> str:
+    return f"Helm chart {chart.chart} {chart.version} in namespace {chart.namespace}"
+
+
+def _values_file(chart: NfdChart) -> str:
+    return f"helm/{chart.chart.rsplit('/', 1)[-1]}-values.yaml"
+
+
+def _values_text(chart: NfdChart) -> str:
+    header = (
+        f"# Helm chart {chart.chart} {chart.version}, namespace {chart.namespace}:\n"
+        "# Node Feature Discovery, which GpuOperator installs with these values beside this directory's manifests.\n"
+        f"# Its objects: helm template node-feature-discovery {chart.chart} --version {chart.version} \\\n"
+        f"#   --namespace {chart.namespace} -f {_values_file(chart)}\n"
+    )
+    return header + dump_yaml(chart.values)
+
+
+def _output_files(
+    config: GpuStackConfig, objects: Sequence[dict[str, Any]], chart: NfdChart | None
+) -> dict[str, str]:
+    """Every file `-o` writes, rendered in memory: manifests, ARM documents, the NFD chart's values."""
+    from gpu_operator.render.aks.documents import azure_documents
+
+    files = manifest_files(objects)
+    for name, document in azure_documents(config).items():
+        files[f"azure/{name}"] = json.dumps(document, indent=2) + "\n"
+    if chart is not None:
+        files[_values_file(chart)] = _values_text(chart)
+    return files
 
 
 def _print_summary(
-    config: GpuStackConfig, operands: Sequence[RenderedOperand], objects: Sequence[dict[str, Any]]
+    config: GpuStackConfig,
+    operands: Sequence[RenderedOperand],
+    objects: Sequence[dict[str, Any]],
+    chart: NfdChart | None,
+    output: Path | None,
 ) -> None:
     from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
-    from gpu_operator.render.nfd import nfd_chart
 
     print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)))
     print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
           f"namespace {config.namespace}")
-    chart = nfd_chart(config)
     if chart is not None:
-        print(f"plus Helm chart {chart.chart} {chart.version} (Node Feature Discovery, installed by GpuOperator)")
+        print(f"\nplus {_chart_line(chart)} (Node Feature Discovery, installed by GpuOperator), with values"
+              + (f" in {output / _values_file(chart)}" if output is not None else ":"))
+        if output is None:
+            print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()))
     aks = config.aks
     if config.pools and aks is not None:
         created = "created by the stack" if aks.create else "existing"
@@ -81,53 +145,100 @@ def _print_summary(
 
 
 def _render(args: argparse.Namespace) -> int:
+    from gpu_operator.config.loader import load_document
     from gpu_operator.render import render_operands
 
-    config = load_config(args.file)
+    loaded = load_document(args.file)
+    for message in loaded.notes:
+        _note(message)
+    config = parse_config(loaded.document, source=loaded.source)
     operands = render_operands(config)
     objects = [obj for operand in operands for obj in operand.objects]
+    chart = nfd_chart(config)
     if args.output is not None:
-        paths = write_directory(objects, args.output)
-        azure = _write_azure(config, args.output)
-        where = sys.stderr if not args.summary else sys.stdout
-        print(f"wrote {len(paths)} objects to {args.output}/", file=where)
+        files = _output_files(config, objects, chart)
+        paths = write_files(files, args.output)
+        where = sys.stdout if args.summary else sys.stderr
+        azure = sum(path.parent.name == "azure" for path in paths)
+        print(f"wrote {len(objects)} objects to {args.output}/", file=where)
         if azure:
-            plural = "s" if len(azure) != 1 else ""
-            print(f"wrote {len(azure)} AKS resource{plural} to {args.output / 'azure'}/", file=where)
+            print(f"wrote {azure} AKS resource{'s' if azure != 1 else ''} to {args.output / 'azure'}/", file=where)
+        if chart is not None:
+            print(f"wrote the values of {_chart_line(chart)} to {args.output / _values_file(chart)}", file=where)
     elif not args.summary:
         sys.stdout.write(dump_all_yaml(objects))
+        if chart is not None:
+            _note(f"GpuOperator also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
     if args.summary:
-        _print_summary(config, operands, objects)
+        _print_summary(config, operands, objects, chart, args.output)
     return 0
 
 
 def _import_values(args: argparse.Namespace) -> int:
     from gpu_operator.config.importers import ignored_helm_values, load_import
     from gpu_operator.config.importers.loader import is_manifest
-    from gpu_operator.config.loader import read_yaml_mapping
+    from gpu_operator.config.yaml_reader import read_yaml_documents
 
+    documents = read_yaml_documents(args.values)  # refuses what plain YAML reading lets through, before importing
+    if not documents:
+        _note(f"{args.values} is empty: importing the chart's defaults")
+    elif not all(isinstance(document, dict) for document in documents):
+        kind = next(type(d).__name__ for d in documents if not isinstance(d, dict))
+        raise ConfigError([Problem("", f"must hold a mapping (Helm values) or a manifest, but holds a {kind}")],
+                          str(args.values))
     document = load_import(args.values, namespace=args.namespace)
     sys.stdout.write(dump_yaml(document))
-    source = read_yaml_mapping(args.values)
-    if not is_manifest(source):
-        for key, reason in ignored_helm_values(source).items():
-            print(f"note: {key} not imported: {reason}", file=sys.stderr)
+    if len(documents) == 1 and not is_manifest(documents[0]):
+        for key, reason in ignored_helm_values(documents[0]).items():
+            _note(f"{key} not imported: {reason}")
     return 0
 
 
-_COMMANDS = {"render": _render, "import-values": _import_values}
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"render": _render, "import-values": _import_values}
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace | int:
+    try:
+        return build_parser().parse_args(argv)
+    except UsageError as error:
+        print(f"error: {error.parser.prog}: {error}", file=sys.stderr)
+        print(error.parser.format_usage().rstrip(), file=sys.stderr)
+        print(f"run `{error.parser.prog} --help` for the options", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as done:  # --help
+        return done.code if isinstance(done.code, int) else 0
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (`gpu-operator render | head`): let the interpreter's final flush go nowhere."""
+    with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to redirect
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
     try:
-        return _COMMANDS[args.command](args)
+        status = _COMMANDS[parsed.command](parsed)
+        sys.stdout.flush()
+        return status
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as error:
-        print(f"error: {error.filename}: no such file", file=sys.stderr)
-        return 2
+        print(format_error(error), file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        print(f"error: internal error ({type(error).__name__}: {error}); this is a bug in gpu-operator, not a "
+              f"problem with your input: please report it with the command you ran ({TRACEBACK_VARIABLE}=1 shows "
+              "the traceback)", file=sys.stderr)
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@
 Validation happens once, completely, before anything is rendered or registered: field errors and cross-section
 errors are gathered into one ConfigError. A valid document is returned as its effective config (what its GPU
 pools imply folded into the operator and cluster sections, see :mod:`gpu_operator.config.effective`).
+
+Files are read strictly (:mod:`gpu_operator.config.yaml_reader`: one UTF-8 YAML document, no duplicate keys, no
+alias bombs). An empty file is the empty document, the chart defaults. A Pulumi stack file is read for the
+document its `gpu-operator:config` setting holds (:mod:`gpu_operator.config.stack_file`).
 """
 
 from __future__ import annotations
@@ -11,15 +15,16 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-import yaml
 from pydantic import ValidationError
 
 from gpu_operator.config.checks import semantic_problems
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import effective_config
 from gpu_operator.config.errors import ConfigError, Problem, problems_from_validation_error
+from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
+from gpu_operator.config.yaml_reader import read_yaml_document
 
-__all__ = ["parse_config", "load_config", "read_yaml_mapping", "BUILTIN_DEFAULT"]
+__all__ = ["parse_config", "load_config", "load_document", "read_yaml_mapping", "BUILTIN_DEFAULT"]
 
 #: The built-in default stack that `make run` renders: an AKS H100 pool with the full operator.
 BUILTIN_DEFAULT = Path(__file__).with_name("builtin") / "default.yaml"
@@ -42,21 +47,33 @@ def parse_config(data: Mapping[str, Any] | GpuStackConfig | None, source: str = 
     return effective_config(doc)
 
 
+_YAML_TYPES = {"list": "a list", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean",
+               "date": "a date", "datetime": "a timestamp", "bytes": "binary data"}
+
+
 def read_yaml_mapping(path: Path | str) -> dict[str, Any]:
     """Load one YAML document that must be a mapping (an empty file is an empty mapping)."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ConfigError([Problem("", f"not valid YAML: {error}")], str(path)) from None
+    data = read_yaml_document(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError([Problem("", f"the file must hold a mapping, got {type(data).__name__}")], str(path))
+        kind = _YAML_TYPES.get(type(data).__name__, type(data).__name__)
+        raise ConfigError([Problem("", f"must hold a mapping of settings (key: value lines), but holds {kind}")],
+                          str(path))
     return data
 
 
-def load_config(path: Path | str | None = None) -> GpuStackConfig:
-    """Load and validate a config file; without a path, the built-in default stack."""
+def load_document(path: Path | str | None = None) -> StackDocument:
+    """The config document of a file (a config document, or a Pulumi stack file), with notes for the reader."""
     path = Path(path) if path is not None else BUILTIN_DEFAULT
-    return parse_config(read_yaml_mapping(path), source=str(path))
+    data = read_yaml_mapping(path)
+    if is_stack_file(data):
+        return stack_document(data, str(path))
+    notes = () if data else (f"{path} holds an empty document: rendering it (the GPU Operator chart's defaults)",)
+    return StackDocument(data, str(path), notes)
+
+
+def load_config(path: Path | str | None = None) -> GpuStackConfig:
+    """Load and validate a config file (or a Pulumi stack file); without a path, the built-in default stack."""
+    loaded = load_document(path)
+    return parse_config(loaded.document, source=loaded.source)
