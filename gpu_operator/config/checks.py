@@ -201,6 +201,20 @@ def _toolkit_host_paths(doc: GpuStackConfig) -> Iterator[Problem]:
             yield Problem(f"operator.toolkit.env[{index}].value", f"{var.name} must be an absolute host path")
 
 
+def _service_monitor_needs_prometheus_operator(doc: GpuStackConfig) -> Iterator[Problem]:
+    """NVIDIA creates the ServiceMonitor only where its CRD exists; a render cannot look, so asking for one where
+    `cluster.prometheusOperator` is false is an error rather than a ServiceMonitor silently dropped. Asking means
+    `enabled: true`; left unset (the chart's "where the CRD exists"), `cluster.prometheusOperator` decides."""
+    exporter = doc.operator.dcgm_exporter
+    if exporter.enabled and exporter.service_monitor.enabled and not doc.cluster.prometheus_operator:
+        yield Problem(
+            "operator.dcgmExporter.serviceMonitor.enabled",
+            "a ServiceMonitor needs the Prometheus Operator's CRDs (monitoring.coreos.com) and "
+            "cluster.prometheusOperator is false: set cluster.prometheusOperator: true where they are installed "
+            "(e.g. kube-prometheus-stack), or leave serviceMonitor.enabled unset or false",
+        )
+
+
 def _hpc_job_mapping_directory(doc: GpuStackConfig) -> Iterator[Problem]:
     mapping = doc.operator.dcgm_exporter.hpc_job_mapping
     if mapping is not None and mapping.enabled and not mapping.directory.startswith("/"):
@@ -225,6 +239,7 @@ CHECKS: tuple[Check, ...] = (
     _driver_probes_and_env,
     _vgpu_manager_needs_an_image,
     _toolkit_host_paths,
+    _service_monitor_needs_prometheus_operator,
     _hpc_job_mapping_directory,
     *POOL_CHECKS,
 )

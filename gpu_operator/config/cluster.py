@@ -77,7 +77,9 @@ class ClusterFacts(ConfigModel):
         default=(NodeOperatingSystem(id="ubuntu", version_id="22.04"),), min_length=1
     )
     prometheus_operator: bool = Field(
-        default=True, description="the monitoring.coreos.com CRDs are installed, so ServiceMonitors can be created"
+        default=False,
+        description="the monitoring.coreos.com CRDs are installed (e.g. kube-prometheus-stack), so ServiceMonitors "
+        "can be created; plain AKS has none",
     )
 
     @field_validator("operating_systems")

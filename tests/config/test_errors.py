@@ -265,6 +265,12 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": "/var/lib/job-mapping"}}}},
     ),
     (
+        "_service_monitor_needs_prometheus_operator",
+        {"operator": {"dcgmExporter": {"serviceMonitor": {"enabled": True}}}},
+        "operator.dcgmExporter.serviceMonitor.enabled",
+        {"cluster": {"prometheusOperator": True}, "operator": {"dcgmExporter": {"serviceMonitor": {"enabled": True}}}},
+    ),
+    (
         "_pools_need_an_aks_cluster",
         {"pools": [{**H100, "osSKU": "Ubuntu2204"}]},
         "aks",

@@ -40,8 +40,13 @@ def test_chart_default_values_render_the_charts_operand_set() -> None:
     assert set(_daemonsets(objects)) == CHART_DEFAULT_DAEMONSETS
     assert nfd_chart(config) is not None
     assert validate_objects(objects) == []
-    monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    # NVIDIA creates the exporter's ServiceMonitor only where its CRD exists: not on a plain cluster (our default)
+    assert [o for o in objects if o["kind"] == "ServiceMonitor"] == []
+    values = import_helm_values(read_yaml_mapping(reference_file("helm-values/gpu-operator-v26.7.0-values.yaml")))
+    with_crds = render(parse_config({**values, "cluster": {"prometheusOperator": True}}))
+    monitors = [o for o in with_crds if o["kind"] == "ServiceMonitor"]
     assert [m["metadata"]["name"] for m in monitors] == ["nvidia-dcgm-exporter"]
+    assert monitors[0]["spec"]["endpoints"][0]["interval"] == "15s"
 
 
 def test_chart_default_values_render_like_our_defaults() -> None:

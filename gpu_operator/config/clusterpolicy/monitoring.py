@@ -56,8 +56,10 @@ class DcgmExporterSpec(OperandSpec):
     enable_pod_uid: bool = Field(default=False, alias="enablePodUID")
     pod_label_allowlist_regex: tuple[str, ...] | None = None
     service: DcgmExporterServiceConfig = DcgmExporterServiceConfig()
+    # The chart's `enabled: true` means "where the ServiceMonitor CRD exists", which NVIDIA checks at runtime;
+    # unset here means the same, decided by `cluster.prometheusOperator` (true or false is the user's explicit ask).
     service_monitor: ServiceMonitorConfig = ServiceMonitorConfig(
-        enabled=True, interval="15s", scrape_timeout="10s", honor_labels=False, additional_labels={}, relabelings=()
+        interval="15s", scrape_timeout="10s", honor_labels=False, additional_labels={}, relabelings=()
     )
 
 

@@ -16,10 +16,11 @@ Switches:
   mounted only when the exporter reads the API (pod metadata, or a user-set `DCGM_EXPORTER_CONFIGMAP_DATA`), as
   NVIDIA does.
 * `hpcJobMapping`: job ids from a host directory the workload manager writes; `hostPID`; `annotations` (pod).
-* `service.type` / `service.internalTrafficPolicy` on Service `nvidia-dcgm-exporter`; the ServiceMonitor follows
-  `serviceMonitor`, merged over the chart's defaults (enabled, interval 15s, scrapeTimeout 10s, honorLabels
-  false) as Helm merges values, when the cluster has the Prometheus Operator CRDs (`cluster.prometheusOperator`;
-  asking for one without them is a config error).
+* `service.type` / `service.internalTrafficPolicy` on Service `nvidia-dcgm-exporter`. The ServiceMonitor
+  follows `serviceMonitor`, merged over the chart's defaults (interval 15s, scrapeTimeout 10s, honorLabels
+  false) as Helm merges values. NVIDIA creates it where the ServiceMonitor CRD exists; we create it when
+  `cluster.prometheusOperator` says the CRDs are installed, unless `serviceMonitor.enabled` is false (asking
+  for one on a cluster without them is a config error).
 
 With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes,
 unprivileged: root with CAP_SYS_ADMIN only, GPUs through the runtime (see `agent_security`).
@@ -91,9 +92,7 @@ _CONFIGMAP_DATA = "DCGM_EXPORTER_CONFIGMAP_DATA"
 _REMOTE_HOSTENGINE = "DCGM_REMOTE_HOSTENGINE_INFO"
 _NO_CONFIGMAP = ("", "none")
 #: The chart's `dcgmExporter.serviceMonitor` values (v26.7.0), under a user's block as Helm merges them.
-SERVICE_MONITOR_DEFAULTS: dict[str, object] = {
-    "enabled": True, "interval": "15s", "scrape_timeout": "10s", "honor_labels": False,
-}
+SERVICE_MONITOR_DEFAULTS: dict[str, object] = {"interval": "15s", "scrape_timeout": "10s", "honor_labels": False}
 
 
 def _user_env(spec: DcgmExporterSpec) -> dict[str, str]:
@@ -248,8 +247,9 @@ def _service_monitor(ctx: RenderContext) -> Object:
 
 
 def _wants_service_monitor(ctx: RenderContext) -> bool:
-    enabled = service_monitor_settings(ctx.spec.dcgm_exporter).enabled
-    return bool(enabled) and ctx.config.cluster.prometheus_operator
+    # an explicit true without the CRDs never gets here: the config check refuses it
+    enabled = ctx.spec.dcgm_exporter.service_monitor.enabled
+    return ctx.config.cluster.prometheus_operator if enabled is None else enabled
 
 
 def render(ctx: RenderContext) -> list[Object]:

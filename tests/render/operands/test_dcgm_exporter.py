@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gpu_operator.config import ConfigError
 from gpu_operator.render.operands import dcgm_exporter
 from tests.render.operands.helpers import (
     assert_valid,
@@ -18,6 +19,8 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE as AGENTS_REFERENCE
+from tests.support.agents import with_agents
 
 NVIDIA: dict[str, Any] = {"agents": {"implementation": "nvidia"}}
 CSV = (
@@ -40,7 +43,7 @@ def test_disabled_renders_nothing() -> None:
 
 
 def test_objects_in_upstream_order() -> None:
-    objects = _render()
+    objects = _render(cluster={"prometheusOperator": True})
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
         ("ServiceAccount", "nvidia-dcgm-exporter"),
         ("Role", "nvidia-dcgm-exporter"),
@@ -93,11 +96,11 @@ def test_daemonset_matches_upstream() -> None:
 
 
 def test_agent_runs_the_metrics_exporter_with_the_same_env_and_mounts() -> None:
-    agent = render_operand(dcgm_exporter.render)
+    agent = render_operand(dcgm_exporter.render, with_agents())
     nvidia = _render()
     ours, theirs = _exporter(agent), _exporter(nvidia)
     assert ours["command"] == ["gpu-operator-agent", "metrics-exporter"]
-    assert ours["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert ours["image"] == AGENTS_REFERENCE
     # NVIDIA's exporter image asks the runtime for every GPU in its ENV; the agents image asks for none
     assert env_of(ours) == {**env_of(theirs), "NVIDIA_VISIBLE_DEVICES": "all"}
     assert ours["volumeMounts"] == theirs["volumeMounts"]
@@ -106,7 +109,7 @@ def test_agent_runs_the_metrics_exporter_with_the_same_env_and_mounts() -> None:
 
 
 def test_agent_is_unprivileged_root_with_sys_admin_for_profiling() -> None:
-    ours, theirs = _exporter(render_operand(dcgm_exporter.render)), _exporter(_render())
+    ours, theirs = _exporter(render_operand(dcgm_exporter.render, with_agents())), _exporter(_render())
     assert theirs["securityContext"] == {"privileged": True}
     assert ours["securityContext"] == {
         "runAsUser": 0,
@@ -120,13 +123,15 @@ def test_agent_is_unprivileged_root_with_sys_admin_for_profiling() -> None:
 
 def test_agent_gpu_request_yields_to_the_users_env() -> None:
     document = {"operator": {"dcgmExporter": {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,1"}]}}}
-    exporter = _exporter(render_operand(dcgm_exporter.render, document))
+    exporter = _exporter(render_operand(dcgm_exporter.render, with_agents(document)))
+    assert exporter["command"] == ["gpu-operator-agent", "metrics-exporter"]
     assert [e["value"] for e in exporter["env"] if e["name"] == "NVIDIA_VISIBLE_DEVICES"] == ["0,1"]
 
 
 def test_agent_for_other_sections_keeps_nvidia_exporter() -> None:
-    objects = render_operand(dcgm_exporter.render, {"agents": {"overrides": {"dcgmExporter": "nvidia"}}})
+    objects = render_operand(dcgm_exporter.render, with_agents(overrides={"dcgmExporter": "nvidia"}))
     assert "command" not in _exporter(objects)
+    assert _exporter(objects)["image"].startswith("nvcr.io/nvidia/k8s/dcgm-exporter:")
 
 
 def test_service_matches_upstream() -> None:
@@ -148,7 +153,7 @@ def test_service_type_and_traffic_policy() -> None:
 
 
 def test_service_monitor_defaults() -> None:
-    monitor = find(_render(), "ServiceMonitor")
+    monitor = find(_render(cluster={"prometheusOperator": True}), "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["metadata"]["namespace"] == "gpu-operator"
     assert monitor["spec"] == {
@@ -169,6 +174,7 @@ def test_service_monitor_settings_pass_the_crd_schema() -> None:
                              "regex": "(.*)", "replacement": "$1", "action": "replace"}],
         }},
         namespace="monitoring-gpu",
+        cluster={"prometheusOperator": True},
     )
     monitor = find(objects, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus"
@@ -318,6 +324,11 @@ def test_nri_plugin_annotates_instead_of_runtime_class() -> None:
 # --- regressions against NVIDIA v26.7.0 ------------------------------------------------------------------------
 
 PROMETHEUS = {"cluster": {"prometheusOperator": True}}
+AGENTS_IMAGE = {"repository": "registry.example.com/gpu/agents", "tag": "0.1.0"}
+IMPLEMENTATIONS = {
+    "nvidia": {"implementation": "nvidia"},
+    "agents": {"implementation": "agents", "image": AGENTS_IMAGE},
+}
 
 
 @pytest.mark.parametrize("implementation", ["nvidia", "agents"])
@@ -326,9 +337,9 @@ def test_metrics_configmap_is_only_mounted_never_read_through_the_api(implementa
     `DCGM_EXPORTER_COLLECTORS` at it; it never sets `DCGM_EXPORTER_CONFIGMAP_DATA`, which would make the exporter
     read the ConfigMap through the API (and exit on a ConfigMap without a `metrics` key). Our agent reads the
     mounted file too, so neither implementation sets it, and the token stays unmounted."""
-    document = {"agents": {"implementation": implementation}, "operator": {"dcgmExporter": {"config": {"name": "m"}}}}
-    for config in ({}, document):
-        objects = render_operand(dcgm_exporter.render, {"agents": {"implementation": implementation}, **config})
+    agents = {"agents": IMPLEMENTATIONS[implementation]}
+    for config in ({}, {"operator": {"dcgmExporter": {"config": {"name": "m"}}}}):
+        objects = render_operand(dcgm_exporter.render, {**agents, **config})
         exporter = _exporter(objects)
         assert "DCGM_EXPORTER_CONFIGMAP_DATA" not in env_of(exporter)
         assert pod_of(find(objects, "DaemonSet"))["automountServiceAccountToken"] is False
@@ -358,3 +369,42 @@ def test_service_monitor_block_is_merged_over_the_chart_defaults(block: dict[str
     monitor = find(objects, "ServiceMonitor")
     assert monitor["spec"]["endpoints"] == [{"port": "gpu-metrics", "path": "/metrics", **endpoint}]
     assert_valid(objects)
+
+
+def test_no_prometheus_operator_by_default_so_plain_aks_gets_no_service_monitor() -> None:
+    """NVIDIA's controller creates the ServiceMonitor only when the `servicemonitors.monitoring.coreos.com` CRD
+    exists (controllers/object_controls.go, `ServiceMonitor`); plain AKS has none, so `cluster.prometheusOperator`
+    defaults to false and the chart's default `serviceMonitor.enabled: true` yields no ServiceMonitor."""
+    objects = render_operand(dcgm_exporter.render, NVIDIA)
+    assert [o for o in objects if o["kind"] == "ServiceMonitor"] == []
+    assert find(objects, "Service")
+    assert find(render_operand(dcgm_exporter.render, {**NVIDIA, **PROMETHEUS}), "ServiceMonitor")
+
+
+@pytest.mark.parametrize("block", [{"enabled": True}, {"enabled": True, "interval": "30s"}])
+def test_asking_for_a_service_monitor_without_prometheus_operator_is_an_error(block: dict[str, Any]) -> None:
+    """A ServiceMonitor the user asked for (`enabled: true`) is never dropped silently: without the CRDs (which
+    NVIDIA would detect) it is a config error naming both fields and the fix."""
+    with pytest.raises(ConfigError) as error:
+        render_operand(dcgm_exporter.render, {**NVIDIA, "operator": {"dcgmExporter": {"serviceMonitor": block}}})
+    [problem] = error.value.problems
+    assert problem.path == "operator.dcgmExporter.serviceMonitor.enabled"
+    assert "cluster.prometheusOperator: true" in problem.message and "unset or false" in problem.message
+
+
+def test_unset_switch_follows_the_prometheus_operator_fact() -> None:
+    """The chart's `enabled: true` means "where the ServiceMonitor CRD exists"; unset, our switch follows
+    `cluster.prometheusOperator`, and the settings apply when it is true."""
+    block = {"operator": {"dcgmExporter": {"serviceMonitor": {"interval": "30s"}}}}
+    assert "ServiceMonitor" not in [o["kind"] for o in render_operand(dcgm_exporter.render, {**NVIDIA, **block})]
+    monitor = find(render_operand(dcgm_exporter.render, {**NVIDIA, **block, **PROMETHEUS}), "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["interval"] == "30s"
+
+
+@pytest.mark.parametrize("document", [
+    {"operator": {"dcgmExporter": {"serviceMonitor": {"enabled": False, "interval": "30s"}}}},
+    {"operator": {"dcgmExporter": {"enabled": False, "serviceMonitor": {"enabled": True}}}},
+])
+def test_a_switched_off_service_monitor_or_exporter_needs_no_prometheus_operator(document: dict[str, Any]) -> None:
+    objects = render_operand(dcgm_exporter.render, {**NVIDIA, **document})
+    assert [o for o in objects if o["kind"] == "ServiceMonitor"] == []

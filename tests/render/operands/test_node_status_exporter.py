@@ -16,6 +16,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 ENABLED: dict[str, Any] = {"operator": {"nodeStatusExporter": {"enabled": True}}}
 NVIDIA: dict[str, Any] = {**ENABLED, "agents": {"implementation": "nvidia"}}
@@ -30,7 +31,7 @@ def test_disabled_by_default_renders_nothing() -> None:
 
 
 def test_objects_in_upstream_order() -> None:
-    objects = render_operand(node_status_exporter.render, NVIDIA)
+    objects = render_operand(node_status_exporter.render, {**NVIDIA, "cluster": {"prometheusOperator": True}})
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
         ("ServiceAccount", "nvidia-node-status-exporter"),
         ("Role", "nvidia-node-status-exporter"),
@@ -60,7 +61,7 @@ def test_rbac_rules() -> None:
 
 
 def test_service_and_service_monitor() -> None:
-    objects = render_operand(node_status_exporter.render, NVIDIA)
+    objects = render_operand(node_status_exporter.render, {**NVIDIA, "cluster": {"prometheusOperator": True}})
     svc = find(objects, "Service")
     assert svc["spec"]["selector"] == {"app": "nvidia-node-status-exporter"}
     assert svc["spec"]["ports"] == [{"name": "node-status", "port": 8000, "targetPort": 8000, "protocol": "TCP"}]
@@ -74,9 +75,11 @@ def test_service_and_service_monitor() -> None:
 
 
 def test_no_service_monitor_without_prometheus_operator() -> None:
-    objects = render_operand(node_status_exporter.render, {**NVIDIA, "cluster": {"prometheusOperator": False}})
-    assert "ServiceMonitor" not in [o["kind"] for o in objects]
-    assert find(objects, "Service")
+    """NVIDIA creates it only where the ServiceMonitor CRD exists; plain AKS (our default) has none."""
+    for document in (NVIDIA, {**NVIDIA, "cluster": {"prometheusOperator": False}}):
+        objects = render_operand(node_status_exporter.render, document)
+        assert "ServiceMonitor" not in [o["kind"] for o in objects]
+        assert find(objects, "Service")
 
 
 def test_daemonset_matches_upstream() -> None:
@@ -105,10 +108,10 @@ def test_daemonset_matches_upstream() -> None:
 
 
 def test_agent_runs_node_status_exporter() -> None:
-    objects = render_operand(node_status_exporter.render, ENABLED)
+    objects = render_operand(node_status_exporter.render, with_agents(ENABLED))
     agent, nvidia = _exporter(objects), _exporter(render_operand(node_status_exporter.render, NVIDIA))
     assert agent["command"] == ["gpu-operator-agent", "node-status-exporter"]
-    assert agent["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert agent["image"] == AGENTS_IMAGE
     assert env_of(agent) == env_of(nvidia)
     assert agent["volumeMounts"] == nvidia["volumeMounts"]
     # the driver check runs the host's nvidia-smi on host device nodes: privileged root, as NVIDIA's
@@ -143,8 +146,9 @@ def test_exporter_is_told_its_namespace() -> None:
     """NVIDIA's assets/state-node-status-exporter/0700_daemonset.yaml sets `OPERATOR_NAMESPACE` from the pod's
     namespace: without it NVIDIA's validator lists driver DaemonSets cluster-wide, is Forbidden by its Role, and
     reports `gpu_operator_node_driver_ready` as 0 forever. Both implementations get the same env."""
-    for implementation in ("nvidia", "agents"):
-        objects = render_operand(node_status_exporter.render, {**ENABLED, "agents": {"implementation": implementation}})
+    image = {"repository": "registry.example.com/gpu/agents", "tag": "0.1.0"}
+    for agents in ({"implementation": "nvidia"}, {"implementation": "agents", "image": image}):
+        objects = render_operand(node_status_exporter.render, {**ENABLED, "agents": agents})
         namespace = env_of(_exporter(objects))["OPERATOR_NAMESPACE"]
         assert namespace == {"fieldRef": {"fieldPath": "metadata.namespace"}}
         assert_valid(objects)
