@@ -1,19 +1,27 @@
 """`AksCluster`: the AKS cluster the GPU pools join, existing or created, and a Kubernetes provider for it.
 
 With `aks.create`, the cluster is a `ManagedCluster` (system pool, managed identity, OIDC issuer, workload
-identity) rendered by :mod:`gpu_operator.render.aks.managed_cluster`; otherwise the cluster named by
-`aks.resourceGroup`/`aks.clusterName` is used as it is. Either way the Kubernetes provider is built from the
-cluster's admin kubeconfig (`listClusterAdminCredential`), which stays a secret in state and outputs (or left to
-the caller, who may need it to wait for other resources; see `kubernetes_provider`). With
-`aks.registerInfinibandFeature`, the subscription feature `AKSInfinibandSupport` is registered too, so IB pools
-land on one InfiniBand fabric.
+identity) rendered by :mod:`gpu_operator.render.aks.managed_cluster`, `protect`ed by default (`aks.protect`:
+a replace would delete every GPU pool with it) and warned about in preview before any delete. Otherwise the
+cluster named by `aks.resourceGroup`/`aks.clusterName` is used as it is.
+
+Two kubeconfigs come out, both secrets, both looked up only once the cluster exists (a lookup against a cluster
+still being created fails, and at preview of a new cluster there is nothing to look up):
+
+* `provider_kubeconfig`, what this program's Kubernetes provider signs in with (`aks.credentials`: the admin
+  account, the user credential, or an Entra ID `exec` kubeconfig run by kubelogin);
+* `kubeconfig`, the user credential in exec format (`listClusterUserCredential`), the one to export: never the
+  cluster-admin account; on Entra ID clusters it holds no secret at all and every consumer signs in as itself.
+
+With `aks.registerInfinibandFeature`, the subscription feature `AKSInfinibandSupport` is registered too, kept
+when the stack lets go of it (see :mod:`.feature_registration`), and `cluster_name` resolves only once the
+feature is `Registered`, so pools built from it land on one InfiniBand fabric.
 """
 
 from __future__ import annotations
 
-import base64
 from typing import Any, NotRequired, TypedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_azure_native as azure_native
@@ -22,10 +30,14 @@ from pulumi_azure_native import containerservice, features
 
 from gpu_operator.aks.features import INFINIBAND_SUPPORT
 from gpu_operator.components.azure_args import managed_cluster_args
+from gpu_operator.components.component_args import required
+from gpu_operator.components.feature_registration import FeatureWait, wait_until_registered
+from gpu_operator.components.outage_warning import outage_hook
 from gpu_operator.config.aks import AksSpec, parse_aks
+from gpu_operator.render.aks.kubeconfig import decode_kubeconfig, with_kubelogin_mode
 from gpu_operator.render.aks.managed_cluster import managed_cluster_resource
 
-__all__ = ["AksCluster", "AksClusterArgs", "TOKEN", "admin_kubeconfig"]
+__all__ = ["AksCluster", "AksClusterArgs", "TOKEN", "cluster_identifier"]
 
 TOKEN = "gpu-operator:index:AksCluster"
 
@@ -39,15 +51,19 @@ class AksClusterArgs(TypedDict):
     """The Azure provider every Azure resource and lookup uses (never ambient defaults)."""
     kubernetes_provider: NotRequired[bool]
     """Create the Kubernetes provider (default true). A caller whose Kubernetes objects must wait for other
-    resources (GPU pools) builds its own provider from `kubeconfig` with `depends_on` instead: a component's
-    `depends_on` does not reach its children, a provider's does reach every object created with it."""
+    resources (GPU pools) builds its own provider from `provider_kubeconfig` with `depends_on` instead: a
+    component's `depends_on` does not reach its children, a provider's does reach every object created with it."""
+    feature_wait: NotRequired[FeatureWait]
+    """How long to wait for the InfiniBand feature to be Registered (default 30 minutes, polled every 20 s)."""
 
 
-def admin_kubeconfig(kubeconfigs: Sequence[Any]) -> str:
-    """The first kubeconfig of a credential list, decoded from the base64 the AKS API returns."""
-    if not kubeconfigs:
-        raise ValueError("AKS returned no admin kubeconfig (local accounts disabled on the cluster?)")
-    return base64.b64decode(kubeconfigs[0].value).decode()
+def cluster_identifier(aks: AksSpec) -> str:
+    """What identifies the cluster to the Kubernetes provider, whatever kubeconfig it is given.
+
+    pulumi-kubernetes replaces a provider, and with it every object created with it, when its kubeconfig points
+    elsewhere; with `clusterIdentifier` set it replaces only when this value changes, so a rotated credential or
+    a switch of `aks.credentials` is an update, not a GPU outage."""
+    return f"aks:{aks.resource_group}/{aks.cluster_name}"
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -56,27 +72,23 @@ class AksCluster(pulumi.ComponentResource):
     resource_group_name: pulumi.Output[str]
     """The cluster's resource group."""
     cluster_name: pulumi.Output[str]
-    """The cluster's name; resolves once the cluster exists."""
+    """The cluster's name; resolves once the cluster exists and the features it registers are Registered."""
     kubeconfig: pulumi.Output[str]
-    """The cluster's admin kubeconfig (secret)."""
+    """The user kubeconfig in exec format (secret): the one to hand to consumers, never cluster-admin."""
+    provider_kubeconfig: pulumi.Output[str]
+    """The kubeconfig this program's Kubernetes provider uses, as `aks.credentials` chooses (secret)."""
     kubernetes_provider: k8s.Provider | None
     managed_cluster: containerservice.ManagedCluster | None
     infiniband_feature: features.SubscriptionFeatureRegistration | None
 
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        aks = parse_aks(args["aks"])
+        azure = required(args, "azure_provider", azure_native.Provider, f"AksCluster({name!r})",
+                         "a pulumi_azure_native.Provider for the cluster's subscription")
+        aks = parse_aks(required(args, "aks", object, f"AksCluster({name!r})", "the `aks` config section"))
         super().__init__(TOKEN, name, {}, opts)
-        azure = args["azure_provider"]
         on_azure = pulumi.ResourceOptions(parent=self, provider=azure)
         self.managed_cluster = None
         self.infiniband_feature = None
-        if aks.register_infiniband_feature:
-            self.infiniband_feature = features.SubscriptionFeatureRegistration(
-                f"{name}-infiniband-feature",
-                provider_namespace=INFINIBAND_SUPPORT.provider_namespace,
-                feature_name=INFINIBAND_SUPPORT.name,
-                opts=on_azure,
-            )
         cluster_name: pulumi.Output[str] = pulumi.Output.from_input(aks.cluster_name)
         if aks.create:
             self.managed_cluster = containerservice.ManagedCluster(
@@ -84,24 +96,81 @@ class AksCluster(pulumi.ComponentResource):
                 resource_group_name=aks.resource_group,
                 resource_name_=aks.cluster_name,
                 **managed_cluster_args(managed_cluster_resource(aks)),
-                opts=on_azure,
+                opts=pulumi.ResourceOptions.merge(
+                    on_azure, pulumi.ResourceOptions(protect=aks.protect, hooks=outage_hook(f"{name}-cluster"))
+                ),
             )
+            # the name alone is known at once; taking it from the cluster's id makes every use wait for the cluster
             cluster_name = self.managed_cluster.id.apply(lambda _: aks.cluster_name)
         self.resource_group_name = pulumi.Output.from_input(aks.resource_group)
+        self.provider_kubeconfig, self.kubeconfig = self._credentials(aks, cluster_name, azure)
+        if aks.register_infiniband_feature:
+            self.infiniband_feature = features.SubscriptionFeatureRegistration(
+                f"{name}-infiniband-feature",
+                provider_namespace=INFINIBAND_SUPPORT.provider_namespace,
+                feature_name=INFINIBAND_SUPPORT.name,
+                # the registration is the subscription's, not this stack's: never unregister it
+                opts=pulumi.ResourceOptions.merge(on_azure, pulumi.ResourceOptions(retain_on_delete=True)),
+            )
+            registered = self._registered(self.infiniband_feature, azure, args.get("feature_wait", FeatureWait()))
+            cluster_name = pulumi.Output.all(cluster_name, registered).apply(lambda values: values[0])
         self.cluster_name = cluster_name
-        credentials = containerservice.list_managed_cluster_admin_credentials_output(
-            resource_group_name=aks.resource_group,
-            resource_name=cluster_name,
-            opts=pulumi.InvokeOutputOptions(parent=self, provider=azure),
-        )
-        self.kubeconfig = pulumi.Output.secret(credentials.kubeconfigs.apply(admin_kubeconfig))
         self.kubernetes_provider = None
         if args.get("kubernetes_provider", True):
             self.kubernetes_provider = k8s.Provider(
-                f"{name}-kubernetes", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self)
+                f"{name}-kubernetes",
+                kubeconfig=self.provider_kubeconfig,
+                cluster_identifier=cluster_identifier(aks),
+                opts=pulumi.ResourceOptions(parent=self),
             )
         self.register_outputs({
             "resourceGroupName": self.resource_group_name,
             "clusterName": self.cluster_name,
             "kubeconfig": self.kubeconfig,
         })
+
+    def _credentials(
+        self, aks: AksSpec, cluster_name: pulumi.Output[str], azure: azure_native.Provider
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """(provider kubeconfig, exported user kubeconfig), both secret."""
+        invoke = pulumi.InvokeOutputOptions(parent=self, provider=azure)
+        user = containerservice.list_managed_cluster_user_credentials_output(
+            resource_group_name=aks.resource_group, resource_name=cluster_name, format="exec", opts=invoke
+        )
+        user_kubeconfig = user.kubeconfigs.apply(
+            lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster user (exec)")
+        )
+        if aks.credentials == "admin":
+            admin = containerservice.list_managed_cluster_admin_credentials_output(
+                resource_group_name=aks.resource_group, resource_name=cluster_name, opts=invoke
+            )
+            provider = admin.kubeconfigs.apply(
+                lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster admin")
+            )
+        elif aks.credentials == "user":
+            plain = containerservice.list_managed_cluster_user_credentials_output(
+                resource_group_name=aks.resource_group, resource_name=cluster_name, opts=invoke
+            )
+            provider = plain.kubeconfigs.apply(
+                lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster user")
+            )
+        else:
+            mode = aks.effective_kubelogin_mode or "azurecli"
+            provider = user_kubeconfig.apply(lambda kubeconfig: with_kubelogin_mode(kubeconfig, mode))
+        return pulumi.Output.secret(provider), pulumi.Output.secret(user_kubeconfig)
+
+    def _registered(
+        self, registration: features.SubscriptionFeatureRegistration, azure: azure_native.Provider, wait: FeatureWait
+    ) -> pulumi.Output[str]:
+        """The registration's state once it is `Registered` (polled; fails past the timeout)."""
+        feature = f"{INFINIBAND_SUPPORT.provider_namespace}/{INFINIBAND_SUPPORT.name}"
+
+        async def lookup() -> str | None:
+            result = features.get_subscription_feature_registration_output(
+                provider_namespace=INFINIBAND_SUPPORT.provider_namespace,
+                feature_name=INFINIBAND_SUPPORT.name,
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=azure),
+            )
+            return await result.apply(lambda r: r.properties.state if r.properties else None).future()
+
+        return registration.id.apply(lambda _: wait_until_registered(lookup, feature, wait))

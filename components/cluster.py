@@ -1,12 +1,16 @@
 """`GpuCluster`: an AKS GPU fleet from one config document, in the order it has to come up.
 
-1. `AksCluster`: the existing or created cluster, the `AKSInfinibandSupport` registration when asked for, and
-   the cluster's admin kubeconfig;
+1. `AksCluster`: the existing or created cluster, the `AKSInfinibandSupport` registration when asked for
+   (waited for until Registered), and the cluster's kubeconfigs;
 2. one `GpuNodePool` per entry of `pools` (after the cluster and the feature registration);
-3. the Kubernetes provider, built from that kubeconfig once every pool exists, and `GpuOperator` on it. The
-   provider carries the ordering: a component's `depends_on` does not reach its children, but every object
-   created with a provider waits for what the provider depends on. With a cluster created here, the Kubernetes
-   objects are `deleted_with` the cluster: deleting the cluster takes them along.
+3. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists, and
+   `GpuOperator` on it. The provider carries the ordering: a component's `depends_on` does not reach its
+   children, but every object created with a provider waits for what the provider depends on. With a cluster
+   created here, the pools and the Kubernetes objects are `deleted_with` the cluster: deleting the cluster takes
+   them along.
+
+The exported `kubeconfig` is the cluster's user credential (exec format), not the admin account the provider
+may use. `gpu_resource_names` lists what workloads can request, including the MIG profiles the pools fix.
 
 Everything flows from the pool definitions: the config is validated and made effective once (every operand
 tolerates every pool taint, the driver image follows the pools' node images, InfiniBand pools get GPUDirect
@@ -22,13 +26,15 @@ import pulumi
 import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
 
-from gpu_operator.components.aks_cluster import AksCluster
+from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
+from gpu_operator.components.component_args import required
+from gpu_operator.components.feature_registration import FeatureWait
 from gpu_operator.components.node_pool import GpuNodePool
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
+from gpu_operator.render.aks.resources import fleet_gpu_resource_names
 from gpu_operator.render.registry import render
-from gpu_operator.render.workload_facts import gpu_resource_names
 
 __all__ = ["GpuCluster", "GpuClusterArgs", "TOKEN"]
 
@@ -50,13 +56,18 @@ class GpuClusterArgs(TypedDict):
     """The Azure provider for the cluster, the pools and the credential lookup."""
     wait_for_daemonsets: NotRequired[bool]
     """Wait for operand DaemonSet rollouts during `pulumi up` (default false)."""
+    feature_wait: NotRequired[FeatureWait]
+    """How long to wait for the InfiniBand feature to be Registered (default 30 minutes, polled every 20 s)."""
+    adopt_existing_objects: NotRequired[bool]
+    """Let the Kubernetes provider take over objects that already exist (`upsert_existing_objects`), e.g. those of
+    a `helm install` being replaced (default false; see the README's "Adopting an existing Helm install")."""
 
 
 class GpuCluster(pulumi.ComponentResource):
     """AKS cluster, GPU node pools and the GPU operator's operands, for one environment."""
 
     kubeconfig: pulumi.Output[str]
-    """Admin kubeconfig of the cluster (secret)."""
+    """The cluster's user kubeconfig in exec format (secret), for consumers; never the admin account."""
     cluster_name: pulumi.Output[str]
     resource_group_name: pulumi.Output[str]
     pool_names: pulumi.Output[list[str]]
@@ -73,15 +84,21 @@ class GpuCluster(pulumi.ComponentResource):
     operator: GpuOperator
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        config = parse_config(args["config"])
+        azure = required(args, "azure_provider", azure_native.Provider, f"GpuCluster({name!r})",
+                         "a pulumi_azure_native.Provider for the cluster's subscription")
+        config = parse_config(required(args, "config", object, f"GpuCluster({name!r})", "the config document"))
         if config.aks is None:
             raise ConfigError([Problem("aks", "GpuCluster needs the AKS cluster (aks.resourceGroup, aks.clusterName)")])
         rendered = rendered_deploy_operands(render(config))
         super().__init__(TOKEN, name, {}, opts)
-        azure = args["azure_provider"]
         self.cluster = AksCluster(
             f"{name}-aks",
-            {"aks": config.aks, "azure_provider": azure, "kubernetes_provider": False},
+            {
+                "aks": config.aks,
+                "azure_provider": azure,
+                "kubernetes_provider": False,
+                "feature_wait": args.get("feature_wait", FeatureWait()),
+            },
             pulumi.ResourceOptions(parent=self),
         )
         prerequisites = [r for r in (self.cluster.managed_cluster, self.cluster.infiniband_feature) if r is not None]
@@ -96,14 +113,18 @@ class GpuCluster(pulumi.ComponentResource):
                     "azure_provider": azure,
                     "rendered_operands": rendered,
                 },
-                pulumi.ResourceOptions(parent=self, depends_on=prerequisites or None),
+                pulumi.ResourceOptions(
+                    parent=self, depends_on=prerequisites or None, deleted_with=self.cluster.managed_cluster
+                ),
             )
             for pool in config.pools
         }
         pools = list(self.pools.values())
         self.kubernetes_provider = k8s.Provider(
             f"{name}-kubernetes",
-            kubeconfig=self.cluster.kubeconfig,
+            kubeconfig=self.cluster.provider_kubeconfig,
+            cluster_identifier=cluster_identifier(config.aks),
+            upsert_existing_objects=args.get("adopt_existing_objects") or None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[pool.agent_pool for pool in pools] or None),
         )
         self.operator = GpuOperator(
@@ -119,7 +140,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name
         self.pool_names = pulumi.Output.all(*[pool.pool_name for pool in pools]).apply(list)
-        self.gpu_resource_names = pulumi.Output.from_input(gpu_resource_names(config))
+        self.gpu_resource_names = pulumi.Output.from_input(fleet_gpu_resource_names(config))
         self.node_selector_labels = _by_pool({pool_name: pool.node_selector for pool_name, pool in self.pools.items()})
         self.tolerations = _by_pool({pool_name: pool.tolerations for pool_name, pool in self.pools.items()})
         self.register_outputs({

@@ -47,7 +47,12 @@ def resource_class(obj: Mapping[str, Any]) -> ResourceClass | None:
 
 
 def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
-    """A Pulumi name unique within a stack: `<prefix>-<kind>-<name>` (namespaced objects add the namespace)."""
+    """A Pulumi name unique within a stack: `<prefix>-<kind>-<name>` (namespaced objects add the namespace).
+
+    The prefix is the owning component's name (`GpuOperator`'s, not an operand's): a URN holds the parents' types
+    but not their names, so the name must keep two operators in one stack apart, and, starting with the
+    operator's name, it follows a rename of the operator (see `GpuOperator`). Kind and namespace stay: an object
+    of another kind or namespace is another Kubernetes object."""
     meta = obj["metadata"]
     namespace = f"{meta['namespace']}-" if "namespace" in meta else ""
     return f"{prefix}-{obj['kind'].lower()}-{namespace}{meta['name']}"

@@ -12,6 +12,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_operator.components.component_args import required
 from gpu_operator.render.nfd import NfdChart
 
 __all__ = ["NodeFeatureDiscovery", "NodeFeatureDiscoveryArgs", "TOKEN"]
@@ -36,6 +37,8 @@ class NodeFeatureDiscovery(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: NodeFeatureDiscoveryArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        provider = required(args, "provider", k8s.Provider, f"NodeFeatureDiscovery({name!r})",
+                            "a pulumi_kubernetes.Provider for the target cluster")
         super().__init__(TOKEN, name, {}, opts)
         spec = args["chart"]
         self.chart = k8s.helm.v4.Chart(
@@ -44,6 +47,8 @@ class NodeFeatureDiscovery(pulumi.ComponentResource):
             version=spec.version,
             namespace=spec.namespace,
             values=spec.values,
-            opts=pulumi.ResourceOptions(parent=self, provider=args["provider"]),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=provider, deleted_with=opts.deleted_with if opts is not None else None
+            ),
         )
         self.register_outputs({"version": spec.version})

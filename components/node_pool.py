@@ -6,6 +6,11 @@ owns the driver, scale-down mode Delete, the pool's taints, and node labels that
 (`nvidia.com/gpu.present`, the `nvidia.com/gpu.deploy.*` labels of its workload, `nvidia.com/mig.config`,
 `nvidia.com/device-plugin.config`). The agent pool name is pinned to the pool's name.
 
+What the engine does with it: the pool is `protect`ed by default (`aks.protect`), so a change that forces a
+replace (AKS deletes the pool and every GPU node first) is refused instead of carried out, and a preview warns
+before any delete (:mod:`.outage_warning`). An autoscaled pool ignores changes of `count`: the autoscaler owns
+the node count once the pool exists, and sending the configured count on every update would fight it.
+
 Outputs tell workloads how to land on the pool: the labels its nodes carry, the AKS pool label to select
 (`kubernetes.azure.com/agentpool`) and the tolerations its taints require.
 """
@@ -20,6 +25,8 @@ import pulumi_azure_native as azure_native
 from pulumi_azure_native import containerservice
 
 from gpu_operator.components.azure_args import agent_pool_args
+from gpu_operator.components.component_args import required
+from gpu_operator.components.outage_warning import outage_hook
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.aks.agent_pool import agent_pool_properties
 
@@ -61,7 +68,9 @@ class GpuNodePool(pulumi.ComponentResource):
     agent_pool: containerservice.AgentPool
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        config = parse_config(args["config"])
+        azure = required(args, "azure_provider", azure_native.Provider, f"GpuNodePool({name!r})",
+                         "a pulumi_azure_native.Provider for the cluster's subscription")
+        config = parse_config(required(args, "config", object, f"GpuNodePool({name!r})", "the config document"))
         try:
             pool = config.pool(args["pool"])
         except KeyError as error:
@@ -74,9 +83,15 @@ class GpuNodePool(pulumi.ComponentResource):
             resource_name_=args["cluster_name"],
             agent_pool_name=pool.name,
             **agent_pool_args(properties),
-            # the component's depends_on would not reach the pool otherwise (children do not inherit it)
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args["azure_provider"], depends_on=opts.depends_on if opts else None
+                parent=self,
+                provider=azure,
+                # the component's depends_on would not reach the pool otherwise (children do not inherit it)
+                depends_on=opts.depends_on if opts else None,
+                deleted_with=opts.deleted_with if opts else None,
+                protect=config.aks.protect if config.aks is not None else True,
+                ignore_changes=["count"] if pool.autoscale is not None else None,
+                hooks=outage_hook(name),
             ),
         )
         self.pool_name = self.agent_pool.id.apply(lambda _: pool.name)

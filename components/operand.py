@@ -1,22 +1,40 @@
 """`GpuOperand`: one operand of the GPU operator (one NVIDIA state) as a Pulumi component.
 
-Its children are the operand's objects in NVIDIA's file order. The DaemonSets depend on everything else in the
-operand (ServiceAccount, RBAC, ConfigMaps, Services), so a pod never starts before its permissions and configs
+Its children are the operand's objects. The DaemonSets depend on what their pods need before they start
+(ServiceAccount, RBAC, ConfigMaps, RuntimeClasses, CRDs), so a pod never starts before its permissions and configs
 exist; depending on the component waits for all of it.
+
+Objects that describe the pods instead of serving them are not prerequisites (see `COMPANIONS`): a Service, and
+the ServiceMonitor that scrapes it. pulumi-kubernetes waits (10 minutes by default) until a Service with a
+selector targets a ready pod, and the only pods it can target are the DaemonSet's, which exist only after the
+DaemonSet, a driver build later, or never on a pool scaled to zero. A Service before its DaemonSet therefore
+deadlocks `pulumi up`; Services are created beside the DaemonSet and annotated `pulumi.com/skipAwait`.
+
+Logical names do not depend on the operand (`<operator>-<kind>-<namespace>-<name>`, see
+:func:`~gpu_operator.components.kubernetes_objects.logical_name`), so moving an object to another operand keeps
+its URN; `aliases` carries the names earlier releases used, so existing stacks update in place.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import copy
+from typing import Any, NotRequired, TypedDict
 from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
-from gpu_operator.components.kubernetes_objects import register_object
+from gpu_operator.components.component_args import required
+from gpu_operator.components.kubernetes_objects import logical_name, register_object
+from gpu_operator.components.outage_warning import outage_hook
 
-__all__ = ["GpuOperand", "GpuOperandArgs", "TOKEN"]
+__all__ = ["GpuOperand", "GpuOperandArgs", "TOKEN", "COMPANIONS", "NEVER_AWAITED", "SKIP_AWAIT"]
 
 TOKEN = "gpu-operator:index:GpuOperand"
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+#: (apiVersion, kind) of objects that describe the DaemonSet's pods rather than serve them: not prerequisites.
+COMPANIONS = frozenset({("v1", "Service"), ("monitoring.coreos.com/v1", "ServiceMonitor")})
+#: (apiVersion, kind) that pulumi-kubernetes awaits until the DaemonSet's pods are ready: never awaited.
+NEVER_AWAITED = frozenset({("v1", "Service")})
 
 
 class GpuOperandArgs(TypedDict):
@@ -28,26 +46,66 @@ class GpuOperandArgs(TypedDict):
     """The operand's rendered objects, in apply order."""
     provider: k8s.Provider
     """The Kubernetes provider every object is created with."""
+    name_prefix: NotRequired[str]
+    """Prefix of the objects' logical names (default: this component's name); `GpuOperator` passes its own."""
+    alias_prefixes: NotRequired[Sequence[str]]
+    """Prefixes the objects' logical names had before (each becomes an alias), so renames replace nothing."""
+    warn_before_delete: NotRequired[bool]
+    """Bind the GPU outage warning to the DaemonSets (the driver's), default false."""
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return obj["apiVersion"], obj["kind"]
+
+
+def _not_awaited(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    if _key(obj) not in NEVER_AWAITED:
+        return obj
+    obj = copy.deepcopy(dict(obj))
+    obj["metadata"].setdefault("annotations", {}).update(SKIP_AWAIT)
+    return obj
 
 
 class GpuOperand(pulumi.ComponentResource):
-    """The objects of one operand, registered in order under one component."""
+    """The objects of one operand, registered under one component."""
 
     state: str
     resources: list[pulumi.CustomResource]
 
     def __init__(self, name: str, args: GpuOperandArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        provider = required(args, "provider", k8s.Provider, f"GpuOperand({name!r})",
+                            "a pulumi_kubernetes.Provider for the target cluster")
         super().__init__(TOKEN, name, {"state": args["state"]}, opts)
         self.state = args["state"]
-        provider = args["provider"]
-        supporting = [obj for obj in args["objects"] if obj["kind"] != "DaemonSet"]
-        workloads = [obj for obj in args["objects"] if obj["kind"] == "DaemonSet"]
-        self.resources = [self._register(name, obj, provider, []) for obj in supporting]
-        self.resources += [self._register(name, obj, provider, list(self.resources)) for obj in workloads]
+        # children do not inherit deleted_with in the SDK: hand it to every object
+        self._deleted_with = opts.deleted_with if opts is not None else None
+        self._prefix = args.get("name_prefix", name)
+        self._alias_prefixes = [p for p in args.get("alias_prefixes", ()) if p != self._prefix]
+        objects = [_not_awaited(obj) for obj in args["objects"]]
+        prerequisites = [o for o in objects if o["kind"] != "DaemonSet" and _key(o) not in COMPANIONS]
+        companions = [o for o in objects if _key(o) in COMPANIONS]
+        workloads = [o for o in objects if o["kind"] == "DaemonSet"]
+        hooks = outage_hook(name) if args.get("warn_before_delete", False) and workloads else None
+        self.resources = [self._register(obj, provider) for obj in prerequisites]
+        needed = list(self.resources)
+        self.resources += [self._register(obj, provider, depends_on=needed, hooks=hooks) for obj in workloads]
+        self.resources += [self._register(obj, provider) for obj in companions]
         self.register_outputs({"state": self.state, "count": len(self.resources)})
 
     def _register(
-        self, prefix: str, obj: Mapping[str, Any], provider: k8s.Provider, depends_on: list[pulumi.Resource]
+        self,
+        obj: Mapping[str, Any],
+        provider: k8s.Provider,
+        depends_on: list[pulumi.Resource] | None = None,
+        hooks: pulumi.ResourceHookBinding | None = None,
     ) -> pulumi.CustomResource:
-        opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on or None)
-        return register_object(prefix, obj, opts)
+        aliases = [pulumi.Alias(name=logical_name(prefix, obj)) for prefix in self._alias_prefixes]
+        opts = pulumi.ResourceOptions(
+            parent=self,
+            provider=provider,
+            depends_on=depends_on or None,
+            aliases=aliases or None,
+            hooks=hooks,
+            deleted_with=self._deleted_with,
+        )
+        return register_object(self._prefix, obj, opts)

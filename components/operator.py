@@ -8,7 +8,13 @@ for it. The config is validated completely before anything is registered: a bad 
 
 DaemonSets are annotated `pulumi.com/skipAwait` by default: a driver build or a MIG reconfiguration routinely takes
 longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing. Set `wait_for_daemonsets` to make
-`pulumi up` wait for rollouts instead.
+`pulumi up` wait for rollouts instead. Services are never awaited (see `GpuOperand`).
+
+Every object's logical name starts with this component's name, whichever operand holds it. Renaming the component
+keeps every object when the rename is declared: `GpuOperator("new", ..., ResourceOptions(aliases=[Alias(name="old")]))`
+gives each object an alias under the old name (children do not inherit a parent's aliases by name otherwise).
+The names of earlier releases (`<operator>-<operand>-<kind>-...`) are aliases too. A delete (or replace) of a
+driver DaemonSet warns in preview: it unloads the driver under running GPU jobs.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
+from gpu_operator.components.component_args import required
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
 from gpu_operator.components.operand import GpuOperand
 
@@ -32,6 +39,8 @@ __all__ = ["GpuOperator", "GpuOperatorArgs", "TOKEN"]
 
 TOKEN = "gpu-operator:index:GpuOperator"
 _SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+#: Operands whose DaemonSets hold the GPU driver: deleting one is a GPU outage (warned about in preview).
+_DRIVER_OPERANDS = frozenset({"driver", "vgpu_manager"})
 
 
 class GpuOperatorArgs(TypedDict):
@@ -53,6 +62,12 @@ def _with_skip_await(operand: RenderedOperand) -> list[dict[str, Any]]:
             obj["metadata"].setdefault("annotations", {}).update(_SKIP_AWAIT)
         objects.append(obj)
     return objects
+
+
+def _old_names(opts: pulumi.ResourceOptions | None) -> list[str]:
+    """The names this component had before, from aliases that rename it (`Alias(name=...)`)."""
+    aliases = (opts.aliases or []) if opts is not None else []
+    return [alias.name for alias in aliases if isinstance(alias, pulumi.Alias) and isinstance(alias.name, str)]
 
 
 def _resources(depends_on: pulumi.Input[Sequence[pulumi.Input[pulumi.Resource]]] | pulumi.Resource | None) -> list:
@@ -80,11 +95,14 @@ class GpuOperator(pulumi.ComponentResource):
     node_feature_discovery: NodeFeatureDiscovery | None
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        provider = required(args, "provider", k8s.Provider, f"GpuOperator({name!r})",
+                            "a pulumi_kubernetes.Provider for the target cluster")
         config = parse_config(args.get("config"))
         rendered = render_operands(config)
         super().__init__(TOKEN, name, {}, opts)
         wait = args.get("wait_for_daemonsets", False)
-        provider = args["provider"]
+        old_names = _old_names(opts)
+        deleted_with = opts.deleted_with if opts is not None else None  # children do not inherit it
         chart = nfd_chart(config)
         self.operands = {}
         self.node_feature_discovery = None
@@ -94,15 +112,24 @@ class GpuOperator(pulumi.ComponentResource):
             objects = list(operand.objects) if wait else _with_skip_await(operand)
             created = self.operands[operand.key] = GpuOperand(
                 f"{name}-{operand.key}",
-                {"state": operand.state, "objects": objects, "provider": provider},
-                pulumi.ResourceOptions(parent=self, depends_on=before or None),
+                {
+                    "state": operand.state,
+                    "objects": objects,
+                    "provider": provider,
+                    "name_prefix": name,
+                    "alias_prefixes": [
+                        f"{name}-{operand.key}", *old_names, *(f"{old}-{operand.key}" for old in old_names)
+                    ],
+                    "warn_before_delete": operand.key in _DRIVER_OPERANDS,
+                },
+                pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=deleted_with),
             )
             before = [created]
             if operand.key == "prerequisites" and chart is not None:
                 self.node_feature_discovery = NodeFeatureDiscovery(
                     f"{name}-node-feature-discovery",
                     {"chart": chart, "provider": provider},
-                    pulumi.ResourceOptions(parent=self, depends_on=[created]),
+                    pulumi.ResourceOptions(parent=self, depends_on=[created], deleted_with=deleted_with),
                 )
             if self.node_feature_discovery is not None:
                 before.append(self.node_feature_discovery)

@@ -10,24 +10,42 @@ aks:
   systemPool: {vmSize: Standard_D4ds_v5, count: 2}   # the new cluster's system pool
   registerInfinibandFeature: false  # register AKSInfinibandSupport in the subscription (for IB pools)
   tags: {costCenter: ml}            # tags of the new cluster and of every GPU pool
+  credentials: admin                # how this program signs in to the cluster: admin | user | exec
+  kubeloginMode: azurecli           # with credentials exec: kubelogin's --login method
+  protect: true                     # the engine refuses to delete or replace the created cluster and GPU pools
 ```
 
-The Kubernetes provider for the operands is built from the cluster's admin kubeconfig, kept as a secret.
+Credentials (all kept secret in state and outputs):
+
+* `admin`: `listClusterAdminCredential`, the cluster's local admin account. It fails on clusters with local
+  accounts disabled (Entra ID only, `disableLocalAccounts`);
+* `user`: `listClusterUserCredential` as AKS returns it;
+* `exec`: `listClusterUserCredential` in `exec` format: kubelogin signs in with Entra ID, and this program's
+  identity needs a Kubernetes role that may create the operands (cluster-wide RBAC, DaemonSets, ...).
+  `kubeloginMode` picks kubelogin's login method (default `azurecli`: the identity of `az login`, which also
+  covers a CI job's OIDC login); AKS's own default (`devicecode`) would wait for a person at a browser.
+
+Whatever `credentials` says, the kubeconfig a stack exports for its consumers is the user credential in exec
+format, never the admin one: on Entra ID clusters every consumer signs in as itself.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 from collections.abc import Mapping
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.errors import ConfigError, problems_from_validation_error
 from gpu_operator.config.pools import Zone, check_kubernetes_version, check_pool_name, zone_strings
 
-__all__ = ["AksSpec", "SystemPool", "parse_aks"]
+__all__ = ["AksSpec", "Credentials", "KubeloginMode", "SystemPool", "parse_aks"]
+
+Credentials = Literal["admin", "user", "exec"]
+#: kubelogin's `--login` methods.
+KubeloginMode = Literal["azurecli", "workloadidentity", "spn", "msi", "devicecode", "interactive", "azd"]
 
 _RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$")
@@ -65,6 +83,9 @@ class AksSpec(ConfigModel):
     system_pool: SystemPool = SystemPool()
     register_infiniband_feature: bool = False
     tags: dict[str, str] = {}
+    credentials: Credentials = "admin"
+    kubelogin_mode: KubeloginMode | None = Field(default=None, description="with credentials exec; default azurecli")
+    protect: bool = True
 
     @field_validator("resource_group")
     @classmethod
@@ -91,6 +112,24 @@ class AksSpec(ConfigModel):
     @classmethod
     def _version(cls, value: str | None) -> str | None:
         return check_kubernetes_version(value)
+
+    @field_validator("kubelogin_mode")
+    @classmethod
+    def _kubelogin_needs_exec(cls, value: str | None, info: ValidationInfo) -> str | None:
+        credentials = info.data.get("credentials", "admin")
+        if value is not None and credentials != "exec":
+            raise ValueError(
+                f"only used with credentials: exec (credentials is {credentials!r}); "
+                "set credentials: exec or remove kubeloginMode"
+            )
+        return value
+
+    @property
+    def effective_kubelogin_mode(self) -> str | None:
+        """kubelogin's login method for this program's provider (only with `credentials: exec`)."""
+        if self.credentials != "exec":
+            return None
+        return self.kubelogin_mode or "azurecli"
 
     @property
     def effective_dns_prefix(self) -> str:

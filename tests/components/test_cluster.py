@@ -8,9 +8,19 @@ import pulumi
 import pulumi_azure_native as azure_native
 import pytest
 from gpu_operator.components import GpuCluster
+from gpu_operator.components.component_args import ComponentArgsError
+from gpu_operator.components.feature_registration import FeatureWait
 
 from gpu_operator.config import ConfigError
-from tests.support.azure_mocks import KUBECONFIG, run_azure_program
+from tests.support.azure_mocks import (
+    ADMIN_CREDENTIALS,
+    EXEC_KUBECONFIG,
+    FEATURE_LOOKUP,
+    KUBECONFIG,
+    USER_CREDENTIALS,
+    AzureMocks,
+    run_azure_program,
+)
 from tests.support.pulumi_mocks import Recording
 
 CLUSTER = "gpu-operator:index:GpuCluster"
@@ -29,13 +39,15 @@ DOCUMENT = {
     ],
     "cluster": {"prometheusOperator": False},
 }
+NO_WAIT = FeatureWait(timeout_seconds=60, interval_seconds=0)
 OUTPUT_NAMES = ["kubeconfig", "cluster_name", "resource_group_name", "pool_names", "gpu_resource_names",
                 "node_selector_labels", "tolerations"]
 
 
-def program(document: dict[str, Any], outputs: dict[str, Any] | None = None):
+def program(document: dict[str, Any], outputs: dict[str, Any] | None = None, **extra: Any):
     def run() -> pulumi.Output[Any]:
-        cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure_native.Provider("azure")})
+        cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure_native.Provider("azure"),
+                                     "feature_wait": NO_WAIT, **extra})
         values = [getattr(cluster, name) for name in OUTPUT_NAMES]
         return pulumi.Output.all(*values).apply(
             lambda resolved: (outputs if outputs is not None else {}).update(zip(OUTPUT_NAMES, resolved))
@@ -100,7 +112,9 @@ def test_kubernetes_resources_use_the_clusters_provider(recording: Recording) ->
     [cluster] = recording.of_type(CLUSTER)
     [provider] = recording.of_type("pulumi:providers:kubernetes")
     assert provider.parent == cluster.urn
-    assert provider.inputs["kubeconfig"]["value"] == KUBECONFIG
+    assert provider.inputs["kubeconfig"]["value"] == KUBECONFIG  # aks.credentials: admin
+    assert provider.inputs["clusterIdentifier"] == "aks:rg-gpu/aks-gpu"
+    assert "upsertExistingObjects" not in provider.inputs
     resources = recording.of_type("kubernetes:")
     assert resources
     assert all(r.provider.startswith(provider.urn + "::") for r in resources)
@@ -143,7 +157,7 @@ def test_the_effective_config_reaches_the_operands(recording: Recording) -> None
 def test_outputs() -> None:
     outputs: dict[str, Any] = {}
     run_azure_program(program(DOCUMENT, outputs))
-    assert outputs["kubeconfig"] == KUBECONFIG
+    assert outputs["kubeconfig"] == EXEC_KUBECONFIG  # the user credential, not the admin account
     assert (outputs["resource_group_name"], outputs["cluster_name"]) == ("rg-gpu", "aks-gpu")
     assert outputs["pool_names"] == ["h100", "t4"]
     assert outputs["gpu_resource_names"] == ["nvidia.com/gpu"]
@@ -178,3 +192,99 @@ def test_errors_before_anything_is_registered(document: dict[str, Any], paths: s
         run_azure_program(program(document), recording=recording)
     assert {p.path for p in error.value.problems} == paths
     assert [r.type for r in recording.registrations] == ["pulumi:providers:azure-native"]
+
+
+def test_kubernetes_objects_and_pools_are_deleted_with_a_created_cluster(recording: Recording) -> None:
+    [cluster] = recording.of_type("azure-native:containerservice:ManagedCluster")
+    deleted_with = [r for r in recording.registrations if r.type.startswith("kubernetes:") or r.type == AGENT_POOL]
+    assert deleted_with
+    for resource in deleted_with:
+        assert resource.deleted_with == cluster.urn, resource.name
+
+
+def test_nothing_is_deleted_with_an_existing_cluster() -> None:
+    recording = run_azure_program(program({**DOCUMENT, "aks": {**DOCUMENT["aks"], "create": False,
+                                                               "location": None}}))
+    assert all(r.deleted_with == "" for r in recording.registrations)
+
+
+def test_wait_for_daemonsets_reaches_the_operator() -> None:
+    recording = run_azure_program(program(DOCUMENT, wait_for_daemonsets=True))
+    daemonsets = recording.of_type(DAEMONSET)
+    assert daemonsets
+    for ds in daemonsets:
+        assert "pulumi.com/skipAwait" not in ds.inputs["metadata"].get("annotations", {}), ds.name
+
+
+def test_adopting_existing_objects_reaches_the_kubernetes_provider() -> None:
+    recording = run_azure_program(program(DOCUMENT, adopt_existing_objects=True))
+    [provider] = recording.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["upsertExistingObjects"] == "true"
+
+
+def test_register_outputs(recording: Recording) -> None:
+    [cluster] = recording.of_type(CLUSTER)
+    outputs = recording.outputs[cluster.urn]
+    assert set(outputs) == {"kubeconfig", "clusterName", "resourceGroupName", "poolNames", "gpuResourceNames",
+                            "nodeSelectorLabels", "tolerations"}
+    assert outputs["poolNames"] == ["h100", "t4"]
+    assert outputs["kubeconfig"]["value"] == EXEC_KUBECONFIG
+
+
+def test_pools_are_created_once_the_infiniband_feature_is_registered() -> None:
+    mocks = AzureMocks(registering_polls=2)
+    recording = run_azure_program(program(DOCUMENT), mocks=mocks)
+    last_lookup = max(i for i, e in enumerate(recording.timeline) if e.kind == "invoke" and e.subject == FEATURE_LOOKUP)
+    assert sum(1 for call in mocks.calls if call.token == FEATURE_LOOKUP) == 3
+    for pool in recording.of_type(AGENT_POOL):
+        assert recording.position("register", pool.name) > last_lookup, pool.name
+
+
+def test_a_slow_provider_still_gets_cluster_then_pools_then_operands() -> None:
+    # pools take a while: no Kubernetes object may be sent before every pool (and the cluster) exists
+    mocks = AzureMocks(delays={AGENT_POOL: 0.2, "azure-native:containerservice:ManagedCluster": 0.2})
+    recording = run_azure_program(program(DOCUMENT), mocks=mocks)
+    cluster_created = recording.position("resolved", "gpu-aks-cluster")
+    pools_created = max(recording.position("resolved", pool.name) for pool in recording.of_type(AGENT_POOL))
+    for pool in recording.of_type(AGENT_POOL):
+        assert recording.position("register", pool.name) > cluster_created
+    objects = recording.of_type("kubernetes:")
+    assert objects
+    assert min(recording.position("register", r.name) for r in objects) > pools_created
+    for token in (ADMIN_CREDENTIALS, USER_CREDENTIALS):
+        assert recording.position("invoke", token) > cluster_created
+
+
+def test_preview_of_a_new_fleet() -> None:
+    mocks, outputs = AzureMocks(preview=True), {}
+    recording = run_azure_program(program(DOCUMENT, outputs), mocks=mocks)
+    # nothing is looked up in a cluster that does not exist yet; everything is still planned
+    assert [c.token for c in mocks.calls if c.token in (ADMIN_CREDENTIALS, USER_CREDENTIALS)] == []
+    assert len(recording.of_type(AGENT_POOL)) == 2
+    assert recording.of_type(DAEMONSET)
+    assert outputs == {}  # every output waits on the cluster: unknown in preview
+
+
+def test_gpu_resource_names_include_the_mig_profiles_the_pools_fix() -> None:
+    outputs: dict[str, Any] = {}
+    document = {**DOCUMENT, "operator": {"mig": {"strategy": "mixed"}}, "pools": [
+        DOCUMENT["pools"][0],
+        {"name": "h100mix", "vmSize": "Standard_ND96isr_H100_v5", "migConfig": "all-balanced"},
+    ]}
+    run_azure_program(program(document, outputs))
+    assert outputs["gpu_resource_names"] == [
+        "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
+
+
+def test_single_strategy_mig_stays_nvidia_com_gpu() -> None:
+    outputs: dict[str, Any] = {}
+    run_azure_program(program({**DOCUMENT, "operator": {"mig": {"strategy": "single"}}}, outputs))
+    assert outputs["gpu_resource_names"] == ["nvidia.com/gpu"]
+
+
+def test_without_an_azure_provider_the_error_names_the_argument() -> None:
+    recording = Recording()
+    with pytest.raises(ComponentArgsError, match=r"GpuCluster\('gpu'\): args\['azure_provider'\] is required"):
+        run_azure_program(lambda: GpuCluster("gpu", {"config": DOCUMENT}),  # type: ignore[typeddict-item]
+                          recording=recording)
+    assert recording.registrations == []

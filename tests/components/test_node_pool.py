@@ -8,6 +8,7 @@ import pulumi
 import pulumi_azure_native as azure_native
 import pytest
 from gpu_operator.components import GpuNodePool
+from gpu_operator.components.component_args import ComponentArgsError
 
 from gpu_operator.config import ConfigError
 from tests.support.azure_mocks import run_azure_program
@@ -118,3 +119,36 @@ def test_bad_pools_register_nothing(document: dict[str, Any], pool: str, paths: 
         run_azure_program(program(document, pool), recording=recording)
     assert {p.path for p in error.value.problems} == paths
     assert [r.type for r in recording.registrations] == ["pulumi:providers:azure-native"]
+
+
+def test_pool_is_protected_and_warns_before_a_delete(recording: Recording) -> None:
+    [pool] = recording.of_type(AGENT_POOL)
+    assert pool.protect  # a replace deletes every GPU node first: the engine must refuse it
+    assert pool.hooks == {"before_delete": ("gpu-gpu-outage-warning",)}
+    document = {"aks": {**AKS, "protect": False}, "pools": [T4]}
+    assert not run_azure_program(program(document, "t4")).of_type(AGENT_POOL)[0].protect
+
+
+def test_autoscaled_pools_leave_the_count_to_the_autoscaler(recording: Recording) -> None:
+    assert recording.of_type(AGENT_POOL)[0].ignore_changes == ()  # fixed size: count is ours
+    document = {"aks": AKS, "pools": [{**T4, "autoscale": {"minCount": 0, "maxCount": 3}}]}
+    [pool] = run_azure_program(program(document, "t4")).of_type(AGENT_POOL)
+    assert pool.inputs["enableAutoScaling"] is True
+    assert pool.ignore_changes == ("count",)
+
+
+def test_register_outputs(recording: Recording) -> None:
+    [component] = recording.of_type(TOKEN)
+    outputs = recording.outputs[component.urn]
+    assert outputs["poolName"] == "h100"
+    assert outputs["nodeSelector"] == {"kubernetes.azure.com/agentpool": "h100"}
+    assert set(outputs) == {"poolName", "nodeLabels", "nodeSelector", "tolerations"}
+
+
+def test_without_a_provider_the_error_names_the_argument() -> None:
+    def run() -> None:
+        GpuNodePool("gpu", {"config": {"aks": AKS, "pools": [T4]}, "pool": "t4",  # type: ignore[typeddict-item]
+                            "resource_group_name": "rg-gpu", "cluster_name": "aks-gpu"})
+
+    with pytest.raises(ComponentArgsError, match=r"GpuNodePool\('gpu'\): args\['azure_provider'\] is required"):
+        run_azure_program(run)

@@ -8,8 +8,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 from gpu_operator.components import GpuOperator
+from gpu_operator.components.component_args import ComponentArgsError
+from gpu_operator.components.kubernetes_objects import logical_name
 
-from gpu_operator.config import ConfigError, load_config
+from gpu_operator.config import ConfigError, load_config, parse_config
 from gpu_operator.render import render_operands
 from tests.support.pulumi_mocks import Recording, run_program
 
@@ -17,6 +19,11 @@ OPERATOR_TOKEN = "gpu-operator:index:GpuOperator"
 OPERAND_TOKEN = "gpu-operator:index:GpuOperand"
 NFD_TOKEN = "gpu-operator:index:NodeFeatureDiscovery"
 CHART = "kubernetes:helm.sh/v4:Chart"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+SERVICE = "kubernetes:core/v1:Service"
+#: Every operand with a Service on: the exporter, DCGM and the node status exporter, with ServiceMonitors.
+MONITORED = {"cluster": {"prometheusOperator": True},
+             "operator": {"dcgm": {"enabled": True}, "nodeStatusExporter": {"enabled": True}}}
 
 
 def _program(config: Any = None, outputs: dict[str, Any] | None = None, **extra: Any):
@@ -63,7 +70,7 @@ def test_every_kubernetes_resource_uses_the_explicit_provider(recording: Recordi
 def test_no_duplicate_names_and_one_resource_per_rendered_object(recording: Recording) -> None:
     urns = [r.urn for r in recording.registrations]
     assert len(urns) == len(set(urns))
-    objects = [o for operand in render_operands(load_config(None)) for o in operand.objects]
+    objects = [o for operand in render_operands(parse_config(None)) for o in operand.objects]
     assert len(recording.of_type("kubernetes:")) == len(objects) + 1  # + the NFD chart
 
 
@@ -98,15 +105,51 @@ def test_nfd_disabled_installs_no_chart() -> None:
     assert recording.of_type(CHART) == [] and recording.of_type(NFD_TOKEN) == []
 
 
-def test_daemonsets_wait_for_their_operands_other_objects(recording: Recording) -> None:
-    for ds in recording.of_type("kubernetes:apps/v1:DaemonSet"):
-        siblings = {r.urn for r in recording.registrations if r.parent == ds.parent and r.urn != ds.urn}
-        siblings -= {r.urn for r in recording.of_type("kubernetes:apps/v1:DaemonSet")}
-        assert siblings <= set(ds.dependencies), ds.name
+@pytest.fixture(scope="module")
+def monitored() -> Recording:
+    return run_program(_program(MONITORED))
 
 
-def test_typed_kinds_and_custom_resources(recording: Recording) -> None:
-    types = {r.type for r in recording.of_type("kubernetes:")}
+def test_daemonsets_wait_for_what_their_pods_need(monitored: Recording) -> None:
+    companions = {SERVICE, "kubernetes:monitoring.coreos.com/v1:ServiceMonitor", DAEMONSET}
+    checked = 0
+    for ds in monitored.of_type(DAEMONSET):
+        needed = {r.urn for r in monitored.registrations if r.parent == ds.parent and r.type not in companions}
+        assert needed <= set(ds.dependencies), ds.name
+        checked += bool(needed)
+    assert checked >= 5
+
+
+def test_services_are_neither_awaited_nor_prerequisites_of_their_daemonset(monitored: Recording) -> None:
+    # pulumi-kubernetes awaits a Service with a selector until it targets a ready pod: only the DaemonSet's pods
+    # can be targeted, so a Service the DaemonSet waited for would deadlock `pulumi up`
+    services = [r for r in monitored.registrations if r.type == SERVICE]
+    assert {s.inputs["metadata"]["name"] for s in services} == {
+        "nvidia-dcgm-exporter", "nvidia-dcgm", "nvidia-node-status-exporter"}
+    for service in services:
+        assert service.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true", service.name
+        assert service.inputs["spec"]["selector"], service.name
+        for ds in monitored.of_type(DAEMONSET):
+            assert service.urn not in ds.dependencies, (service.name, ds.name)
+    monitors = monitored.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+    assert len(monitors) == 2
+    for monitor in monitors:
+        assert all(monitor.urn not in ds.dependencies for ds in monitored.of_type(DAEMONSET)), monitor.name
+    # the exporter's Service keeps its own annotations next to skipAwait
+    [exporter] = [s for s in services if s.inputs["metadata"]["name"] == "nvidia-dcgm-exporter"]
+    assert exporter.inputs["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+
+
+def test_services_skip_await_even_when_daemonsets_are_awaited() -> None:
+    waited = run_program(_program(MONITORED, wait_for_daemonsets=True))
+    services = [r for r in waited.registrations if r.type == SERVICE]
+    assert len(services) == 3
+    for service in services:
+        assert service.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true", service.name
+
+
+def test_typed_kinds_and_custom_resources(monitored: Recording) -> None:
+    types = {r.type for r in monitored.of_type("kubernetes:")}
     assert CHART in types
     assert "kubernetes:apps/v1:DaemonSet" in types
     assert "kubernetes:monitoring.coreos.com/v1:ServiceMonitor" in types
@@ -161,3 +204,72 @@ def test_depends_on_reaches_the_first_operand() -> None:
     recording = run_program(program)
     gate = recording.named("gate")
     assert gate.urn in recording.named("gpu-prerequisites").dependencies
+
+
+def test_logical_names_do_not_depend_on_the_operand_and_alias_the_old_ones(recording: Recording) -> None:
+    [driver] = [r for r in recording.of_type(DAEMONSET) if r.inputs["metadata"]["name"] == "nvidia-driver-daemonset"]
+    assert driver.name == "gpu-daemonset-gpu-operator-nvidia-driver-daemonset"
+    assert driver.alias_names == ("gpu-driver-daemonset-gpu-operator-nvidia-driver-daemonset",)
+    objects = {o["metadata"]["name"] + o["kind"]: (operand.key, o)
+               for operand in render_operands(parse_config(None)) for o in operand.objects}
+    for resource in recording.of_type("kubernetes:"):
+        if resource.type == CHART:
+            continue
+        key, obj = objects[resource.inputs["metadata"]["name"] + resource.type.rsplit(":", 1)[1]]
+        assert resource.name == logical_name("gpu", obj)
+        assert resource.alias_names == (logical_name(f"gpu-{key}", obj),), resource.name
+
+
+def test_a_renamed_operator_keeps_its_objects_through_aliases() -> None:
+    def program() -> None:
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        GpuOperator("fleet", {"provider": provider},
+                    pulumi.ResourceOptions(aliases=[pulumi.Alias(name="gpu")]))
+
+    recording = run_program(program)
+    [driver] = [r for r in recording.of_type(DAEMONSET) if r.inputs["metadata"]["name"] == "nvidia-driver-daemonset"]
+    assert driver.name == "fleet-daemonset-gpu-operator-nvidia-driver-daemonset"
+    assert set(driver.alias_names) == {
+        "fleet-driver-daemonset-gpu-operator-nvidia-driver-daemonset",   # this name, earlier releases
+        "gpu-daemonset-gpu-operator-nvidia-driver-daemonset",            # the old name
+        "gpu-driver-daemonset-gpu-operator-nvidia-driver-daemonset",     # the old name, earlier releases
+    }
+    assert recording.named("fleet").alias_names == ("gpu",)
+
+
+def test_only_the_driver_daemonsets_warn_before_a_delete(recording: Recording) -> None:
+    for ds in recording.of_type(DAEMONSET):
+        if ds.inputs["metadata"]["name"] == "nvidia-driver-daemonset":
+            assert ds.hooks == {"before_delete": ("gpu-driver-gpu-outage-warning",)}
+        else:
+            assert ds.hooks == {}, ds.name
+
+
+def test_register_outputs(recording: Recording) -> None:
+    [operator] = recording.of_type(OPERATOR_TOKEN)
+    outputs = recording.outputs[operator.urn]
+    assert set(outputs) == {"namespace", "gpuResourceNames", "nodeSelectorLabels", "runtimeClassName",
+                            "daemonsetNames"}
+    assert outputs["namespace"] == "gpu-operator"
+    assert "nvidia-driver-daemonset" in outputs["daemonsetNames"]
+    for operand in recording.of_type(OPERAND_TOKEN):
+        children = [r for r in recording.registrations if r.parent == operand.urn]
+        assert recording.outputs[operand.urn] == {"state": operand.inputs["state"], "count": len(children)}
+    [nfd] = recording.of_type(NFD_TOKEN)
+    assert recording.outputs[nfd.urn] == {"version": "0.19.0"}
+
+
+def test_preview_registers_the_same_objects(recording: Recording) -> None:
+    previewed = run_program(_program(), preview=True)
+    assert sorted(r.name for r in previewed.registrations) == sorted(r.name for r in recording.registrations)
+
+
+@pytest.mark.parametrize("args, message", [
+    ({}, r"GpuOperator\('gpu'\): args\['provider'\] is required: a pulumi_kubernetes.Provider"),
+    ({"provider": "apiVersion: v1"}, r"args\['provider'\] must be a pulumi_kubernetes.Provider .*, not str"),
+])
+def test_without_a_provider_the_error_names_the_argument(args: dict[str, Any], message: str) -> None:
+    recording = Recording()
+    with pytest.raises(ComponentArgsError, match=message):
+        run_program(lambda: GpuOperator("gpu", args), recording=recording)  # type: ignore[arg-type]
+    assert recording.registrations == []
