@@ -9,7 +9,11 @@ from gpu_operator.agents.metrics_exporter.settings import resolve_settings
 from gpu_operator.render.operands import dcgm_exporter
 from tests.render.operands.helpers import container, find, render_operand
 
+#: The defaults run NVIDIA's exporter until an agents image is configured; these tests are about our agent.
+AGENTS: dict[str, Any] = {"agents": {"image": {"repository": "registry.example.com/gpu/agents", "tag": "0.1.0"}}}
+
 EVERYTHING: dict[str, Any] = {
+    **AGENTS,
     "operator": {
         "dcgmExporter": {
             "enablePodLabels": True,
@@ -29,7 +33,7 @@ def daemonset_env(document: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
 
 
 def test_default_daemonset() -> None:
-    command, env = daemonset_env({})
+    command, env = daemonset_env(AGENTS)
     assert command == ["gpu-operator-agent", "metrics-exporter"]
     settings = resolve_settings({}, env)
     assert settings.address == ListenAddress("", 9400)
@@ -45,4 +49,5 @@ def test_every_option_the_daemonset_can_set() -> None:
     assert settings.pod_labels and settings.pod_uid
     assert settings.hpc_job_dir == "/var/lib/hpc-jobs"
     assert settings.remote_hostengine == "nvidia-dcgm:5555"
-    assert settings.configmap_data == "gpu-operator:metrics"
+    # the metrics ConfigMap is mounted as the collectors file, never read through the API (as NVIDIA does)
+    assert settings.configmap_data == "none"

@@ -9,7 +9,10 @@ from tests.render.operands.helpers import container, find, render_operand
 
 
 def test_rendered_daemonset_env() -> None:
-    objects = render_operand(node_status_exporter.render, {"operator": {"nodeStatusExporter": {"enabled": True}}})
+    # the defaults run NVIDIA's exporter until an agents image is configured; this test is about our agent
+    agents = {"image": {"repository": "registry.example.com/gpu/agents", "tag": "0.1.0"}}
+    document = {"agents": agents, "operator": {"nodeStatusExporter": {"enabled": True}}}
+    objects = render_operand(node_status_exporter.render, document)
     exporter = container(find(objects, "DaemonSet"), "nvidia-node-status-exporter")
     env = {e["name"]: e.get("value", "node-a") for e in exporter["env"]}
     assert exporter["command"] == ["gpu-operator-agent", "node-status-exporter"]
