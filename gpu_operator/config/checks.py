@@ -106,6 +106,18 @@ def _nri_needs_cdi_and_toolkit(doc: GpuStackConfig) -> Iterator[Problem]:
         yield Problem("operator.cdi.nriPluginEnabled", "the NRI plugin needs cdi.enabled and toolkit.enabled")
 
 
+def _default_runtime_is_the_clusters(doc: GpuStackConfig) -> Iterator[Problem]:
+    """`operator.defaultRuntime` (NVIDIA's fallback when it cannot detect the runtime) must not contradict the
+    runtime the operands are rendered for, or the document would say one runtime and deploy another."""
+    declared, rendered = doc.operator.operator.default_runtime, doc.cluster.container_runtime
+    if declared is not None and declared != rendered:
+        yield Problem(
+            "operator.operator.defaultRuntime",
+            f"{declared!r} contradicts cluster.containerRuntime {rendered!r}, the runtime the operands are rendered "
+            f"for; set cluster.containerRuntime: {declared} if the GPU nodes run it, or remove defaultRuntime",
+        )
+
+
 def _unsupported_modes(doc: GpuStackConfig) -> Iterator[Problem]:
     spec = doc.operator
     if spec.driver.use_nvidia_driver_crd:
@@ -248,3 +260,4 @@ CHECKS: tuple[Check, ...] = (
 def semantic_problems(doc: GpuStackConfig) -> list[Problem]:
     """Every cross-section problem in a document that already passed field validation."""
     return [problem for check in CHECKS for problem in check(doc)]
+    _default_runtime_is_the_clusters,

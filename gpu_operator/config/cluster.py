@@ -15,13 +15,18 @@ from pydantic import Field, field_validator
 
 from gpu_operator.config.base import ConfigModel
 
-__all__ = ["NodeOperatingSystem", "ClusterFacts", "ContainerRuntime"]
+__all__ = ["NodeOperatingSystem", "ClusterFacts", "ContainerRuntime", "PUBLISHED_DRIVER_OS", "BUILDABLE_DRIVER_OS"]
 
 ContainerRuntime = Literal["containerd", "crio", "docker"]
 
 # NVIDIA drops the minor version from the OS tag for these distributions (rhel9, not rhel9.4).
 _MAJOR_ONLY = ("rhel", "rocky", "ol")
 _OS_ID = re.compile(r"^[a-z][a-z0-9._-]*$")
+#: os-release IDs NVIDIA publishes driver images for on nvcr.io (`<version>-ubuntu24.04`, `-rhel9`, `-rocky9`).
+PUBLISHED_DRIVER_OS = ("ubuntu", "rhel", "rocky")
+#: os-release IDs whose driver image NVIDIA's gpu-driver-container repository builds but does not publish: the
+#: image is built from that repository and pushed to the registry `driver.repository` names.
+BUILDABLE_DRIVER_OS = ("azurelinux", "amzn", "centos", "debian", "fedora", "flatcar", "sles", "sl-micro")
 # kernel and OS versions end up as node-label values in DaemonSet node selectors
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -40,6 +45,12 @@ class NodeOperatingSystem(ConfigModel):
     def _os_id(cls, value: str) -> str:
         if not _OS_ID.match(value):
             raise ValueError(f"{value!r} is not an os-release ID (lower-case, e.g. 'ubuntu')")
+        if value not in PUBLISHED_DRIVER_OS + BUILDABLE_DRIVER_OS:
+            raise ValueError(
+                f"{value!r} is not an OS that NVIDIA's driver image exists for: use {', '.join(PUBLISHED_DRIVER_OS)} "
+                f"(published on nvcr.io) or {', '.join(BUILDABLE_DRIVER_OS)} (built from NVIDIA's gpu-driver-container "
+                "repository); GPU nodes run Linux"
+            )
         return value
 
     @field_validator("version_id")

@@ -47,8 +47,39 @@ def format_path(parts: Iterable[str | int]) -> str:
     return out
 
 
+#: pydantic error types whose own text names Python types (`tuple`, a model class): the document's words instead.
+_SHAPES: dict[str, str] = {
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "dict_type": "must be a mapping",
+    "tuple_type": "must be a list",
+    "list_type": "must be a list",
+    "set_type": "must be a list",
+    "frozen_set_type": "must be a list",
+    "string_type": "must be a string",
+}
+
+
+def _described(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return repr(value)
+
+
 def _message(error: dict) -> str:
     kind, message = error["type"], error["msg"]
+    if kind in _SHAPES:
+        return f"{_SHAPES[kind]}, got {_described(error.get('input'))}"
+    if kind in ("too_short", "too_long"):
+        bound = error.get("ctx", {}).get("min_length" if kind == "too_short" else "max_length")
+        items = "item" if bound == 1 else "items"
+        return f"must list at {'least' if kind == 'too_short' else 'most'} {bound} {items}"
     if kind == "extra_forbidden":
         return "unknown key (check the spelling; keys are camelCase as in the ClusterPolicy CRD)"
     if kind == "value_error":
@@ -67,6 +98,9 @@ def problems_from_validation_error(error: ValidationError, prefix: Sequence[str 
     for item in error.errors():
         loc = [part for part in item["loc"] if not _is_union_tag(part)]
         problems.append(Problem(format_path([*prefix, *loc]), _message(item)))
+    # a list left too short because its items were refused repeats those problems
+    failed_items = {p.path.rsplit("[", 1)[0] for p in problems if p.path.endswith("]") or "[" in p.path}
+    problems = [p for p in problems if not (p.message.startswith("must list at least") and p.path in failed_items)]
     return _deduplicate(problems)
 
 

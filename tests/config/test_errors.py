@@ -173,6 +173,12 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"cdi": {"enabled": False}}},
     ),
     (
+        "_default_runtime_is_the_clusters",
+        {"operator": {"operator": {"defaultRuntime": "crio"}}},
+        "operator.operator.defaultRuntime",
+        {"operator": {"operator": {"defaultRuntime": "crio"}}, "cluster": {"containerRuntime": "crio"}},
+    ),
+    (
         "_unsupported_modes",
         {"operator": {"driver": {"useNvidiaDriverCRD": True}}},
         "operator.driver.useNvidiaDriverCRD",

@@ -5,6 +5,13 @@ an absent field where that differs from the chart's (:mod:`.cr_defaults`): a han
 `dcgm.enabled` runs the standalone DCGM, one without `driver.upgradePolicy` does not upgrade drivers
 automatically, and the sandbox operands stay off. `metadata` and `status` describe one object in one cluster and
 are dropped. Problems are reported under the manifest's own keys (`spec.driver.version`).
+
+As the API server stores it: a `null` field is the same as an absent one (the ClusterPolicy schema declares no
+nullable field, so Kubernetes drops them), so `validator.plugin: null` takes the default. A string that still
+holds template syntax is refused. `operator.defaultRuntime: crio` (or `containerd`) also becomes
+`cluster.containerRuntime`, the runtime the operands are rendered for; `docker`, the Helm chart's default up to
+v24.9, says nothing about the nodes and is dropped (see :mod:`.helm_handlers`). `dcgmExporter.serviceMonitor.enabled:
+true` asks for a ServiceMonitor where its CRD exists, which is our unset switch (`cluster.prometheusOperator`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from collections.abc import Mapping
 
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.importers.cr_defaults import absent_defaults
-from gpu_operator.config.importers.paths import rename_problems, set_path
+from gpu_operator.config.importers.helm_handlers import NODE_RUNTIMES
+from gpu_operator.config.importers.paths import described, rename_problems, set_path
+from gpu_operator.config.importers.template_syntax import template_problems
 from gpu_operator.config.loader import parse_config
 
 __all__ = ["import_clusterpolicy", "API_VERSION", "KIND", "SOURCE"]
@@ -34,20 +43,53 @@ def _manifest_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     if manifest.get("kind") != KIND:
         problems.append(Problem("kind", f"expected {KIND}, got {manifest.get('kind')!r}"))
     if not isinstance(manifest.get("spec") or {}, Mapping):
-        problems.append(Problem("spec", f"must be a mapping, got {type(manifest['spec']).__name__}"))
+        problems.append(Problem("spec", f"must be a mapping, got {described(manifest['spec'])}"))
     return problems
+
+
+def _without_nulls(value: Any) -> Any:
+    """A manifest as the API server stores it: mapping entries whose value is null are dropped."""
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _runtime(spec: dict[str, Any]) -> dict[str, Any]:
+    """The `cluster` section that `operator.defaultRuntime` implies (and the spec without a docker default)."""
+    operator = spec.get("operator")
+    runtime = operator.get("defaultRuntime") if isinstance(operator, Mapping) else None
+    if runtime in NODE_RUNTIMES:
+        return {"containerRuntime": runtime}
+    if runtime == "docker":
+        del operator["defaultRuntime"]
+    return {}
+
+
+def _service_monitor(spec: dict[str, Any]) -> None:
+    """`serviceMonitor.enabled: true` means "where the CRD exists" to NVIDIA: our unset, decided by the cluster."""
+    exporter = spec.get("dcgmExporter")
+    monitor = exporter.get("serviceMonitor") if isinstance(exporter, Mapping) else None
+    if isinstance(monitor, dict) and monitor.get("enabled") is True:
+        del monitor["enabled"]
 
 
 def import_clusterpolicy(manifest: Mapping[str, Any], namespace: str = "gpu-operator") -> dict[str, Any]:
     """Our config document for a ClusterPolicy manifest; ConfigError lists every problem."""
     if not isinstance(manifest, Mapping):
-        raise ConfigError([Problem("", f"a manifest must be a mapping, got {type(manifest).__name__}")], SOURCE)
-    problems = _manifest_problems(manifest)
+        raise ConfigError([Problem("", f"a manifest must be a mapping, got {described(manifest)}")], SOURCE)
+    problems = _manifest_problems(manifest) or template_problems(manifest.get("spec"), "spec")
     if problems:
         raise ConfigError(problems, SOURCE)
-    document: dict[str, Any] = {"namespace": namespace, "operator": copy.deepcopy(dict(manifest.get("spec") or {}))}
+    spec = _without_nulls(copy.deepcopy(dict(manifest.get("spec") or {})))
+    document: dict[str, Any] = {"namespace": namespace, "operator": spec}
+    cluster = _runtime(spec)
+    if cluster:
+        document["cluster"] = cluster
     for path, value in list(absent_defaults(document)):
         set_path(document, path, value)
+    _service_monitor(spec)
     try:
         parse_config(document, source=SOURCE)
     except ConfigError as error:

@@ -5,6 +5,18 @@
   name in `operator` and the contents in `configs` (parsed: device-plugin configs and the MIG config are YAML text
   in `data`, the metrics list is CSV text).
 * `cdi.nriPluginEnabled` — written only when CDI is enabled, and the chart refuses it without CDI or the toolkit.
+* `operator.defaultRuntime` — the container runtime of the GPU nodes. NVIDIA's operator has detected it from the
+  nodes since v1.9 and only falls back to this field, so a user who set `crio` or `containerd` was describing
+  their nodes: it becomes `cluster.containerRuntime`, which the toolkit and the runtime-class rule are rendered
+  for. `docker` was the chart's own default up to v24.9 and says nothing about the nodes (Kubernetes dropped
+  dockershim in 1.24): it is not imported, and the note says how to ask for Docker (cri-dockerd) explicitly.
+* `dcgmExporter.serviceMonitor` — merged over the chart's block, as Helm does. The chart's `enabled: true` means
+  "where the ServiceMonitor CRD exists" (NVIDIA checks at runtime), which is our unset `enabled`, decided by
+  `cluster.prometheusOperator`; a block that is the chart's own is not written at all. A block the user shaped
+  (labels, interval, relabelings) and left enabled was written for their Prometheus Operator, so it also sets
+  `cluster.prometheusOperator: true` (visible in the document; set it false where the CRDs are absent).
+* `migManager.config.name: default-mig-parted-config` — the v23.x/v24.3 charts' default, naming the ConfigMap the
+  operator creates itself; the MIG manager operand here creates that ConfigMap, so the name means "the default".
 """
 
 from __future__ import annotations
@@ -15,12 +27,20 @@ from collections.abc import Mapping
 import yaml
 
 from gpu_operator.config.importers.helm_rules import Handle, Translation
-from gpu_operator.config.importers.paths import is_empty
+from gpu_operator.config.importers.paths import described, is_empty, merge_over
 
-__all__ = ["DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN"]
+__all__ = [
+    "DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN", "DEFAULT_RUNTIME",
+    "SERVICE_MONITOR",
+]
 
 #: the only key of the MIG ConfigMap that mig-manager reads
 MIG_CONFIG_KEY = "config.yaml"
+#: the MIG ConfigMap the operand creates, which older charts named explicitly by default
+DEFAULT_MIG_CONFIG_MAP = "default-mig-parted-config"
+#: runtimes a values file may name, and those that describe the nodes (docker was the chart's default)
+RUNTIMES = ("containerd", "crio", "docker")
+NODE_RUNTIMES = ("containerd", "crio")
 
 
 def _known_keys(t: Translation, path: str, value: Mapping[str, Any], known: tuple[str, ...]) -> None:
@@ -82,6 +102,8 @@ def _mig_manager_config(t: Translation, path: str, config: Any) -> None:
         return
     _known_keys(t, path, config, ("create", "name", "default", "data"))
     name = config.get("name") or ""
+    if name == DEFAULT_MIG_CONFIG_MAP and is_empty(config.get("data")):
+        name = ""
     block: dict[str, Any] = {"default": str(t.value(f"{path}.default", "operator.migManager.config.default"))}
     if name:
         block["name"] = str(name)
@@ -126,11 +148,54 @@ def _nri_plugin(t: Translation, path: str, enabled: Any) -> None:
         t.write("operator.cdi.nriPluginEnabled", bool(enabled))
 
 
+def _default_runtime(t: Translation, path: str, runtime: Any) -> None:
+    if is_empty(runtime):
+        return
+    if runtime not in RUNTIMES:
+        t.problem(path, f"{runtime!r} is not a container runtime; use {', '.join(RUNTIMES)}")
+    elif runtime in NODE_RUNTIMES:
+        t.write("cluster.containerRuntime", runtime)
+        t.write("operator.operator.defaultRuntime", runtime)
+
+
+def _default_runtime_note(runtime: Any) -> str | None:
+    if runtime != "docker":
+        return None
+    return (
+        "docker was the chart's default up to v24.9, and NVIDIA's operator detects the runtime from the nodes; "
+        "the operands are rendered for containerd (cluster.containerRuntime). If your nodes run Docker through "
+        "cri-dockerd, set cluster.containerRuntime: docker in the document"
+    )
+
+
+#: the v26.7.0 chart's `dcgmExporter.serviceMonitor` block, without its `enabled: true`
+_CHART_SERVICE_MONITOR: dict[str, Any] = {
+    "interval": "15s", "scrapeTimeout": "10s", "honorLabels": False, "additionalLabels": {}, "relabelings": [],
+}
+
+
+def _service_monitor(t: Translation, path: str, value: Any) -> None:
+    if value is not None and not _is_block(t, path, value):
+        return
+    merged = merge_over({"enabled": True, **_CHART_SERVICE_MONITOR}, value or {})
+    if "enabled" not in merged:
+        # `enabled: null` deletes the chart's true, and NVIDIA reads an absent switch as off
+        merged["enabled"] = False
+    elif merged["enabled"] is True:
+        del merged["enabled"]
+    if merged == _CHART_SERVICE_MONITOR:
+        return
+    t.write("operator.dcgmExporter.serviceMonitor", merged)
+    if "enabled" not in merged:
+        # the user shaped this ServiceMonitor for their Prometheus: NVIDIA creates it wherever the CRD exists
+        t.write("cluster.prometheusOperator", True)
+
+
 def _is_block(t: Translation, path: str, value: Any) -> bool:
     if value is None:
         return False
     if not isinstance(value, Mapping):
-        t.problem(path, f"must be a mapping, got {type(value).__name__}")
+        t.problem(path, f"must be a mapping, got {described(value)}")
         return False
     return True
 
@@ -151,3 +216,11 @@ DCGM_EXPORTER_CONFIG = Handle(
     (("operator.dcgmExporter.config", "dcgmExporter.config"), ("configs.dcgmExporter", "dcgmExporter.config.data")),
 )
 NRI_PLUGIN = Handle(_nri_plugin, (("operator.cdi.nriPluginEnabled", "cdi.nriPluginEnabled"),))
+DEFAULT_RUNTIME = Handle(
+    _default_runtime,
+    (("cluster.containerRuntime", "operator.defaultRuntime"), ("operator.operator.defaultRuntime", "operator.defaultRuntime")),
+    note=_default_runtime_note,
+)
+SERVICE_MONITOR = Handle(
+    _service_monitor, (("operator.dcgmExporter.serviceMonitor", "dcgmExporter.serviceMonitor"),)
+)

@@ -1,9 +1,10 @@
 """Every key of the GPU Operator v26.7.0 chart's values, with its rule (see :mod:`.helm_rules`).
 
 The mapping facts come from the chart's `templates/clusterpolicy.yaml`: which values land in which ClusterPolicy
-field, what the template writes only when non-empty (`if`), always, with a `default`, or quoted. Renames:
-`driver.upgradePolicy.gpuPodDeletion` → `podDeletion`, `driver.nvidiaDriverCRD.enabled` → `useNvidiaDriverCRD`.
-The validator and node status exporter versions default to the chart's appVersion.
+field, what the template writes only when non-empty (`if`), always, with a `default`, or quoted. Rename:
+`driver.nvidiaDriverCRD.enabled` → `useNvidiaDriverCRD`. The validator and node status exporter versions default
+to the chart's appVersion. Every value kept here reaches the render (a test walks this table); a value that would
+not is ignored, with its reason in the notes the user sees.
 
 Deliberate differences from the template:
 
@@ -22,13 +23,20 @@ Ignored keys (accepted, no effect here) and why:
 * `driver.nvidiaDriverCRD.{deployDefaultCR, driverType, nodeSelector}` — only shape NVIDIADriver resources, which
   this package does not render.
 * `driver.useOpenKernelModules` — a deprecated no-op upstream; `driver.kernelModuleType` decides.
+* `driver.upgradePolicy` — drives NVIDIA's driver upgrade controller, which this package does not run.
+* `toolkit.args`, `toolkit.hostNetwork`, `gds.args`, `gdrcopy.args` — NVIDIA's operator does not apply them.
+* `operator.initContainer` (deprecated in the CRD), `operator.metrics` (the operator Deployment's metrics),
+  `cdi.default` (deprecated: `cdi.enabled` decides), `kataManager` (no longer deployed since v26).
+* `operator.defaultRuntime: docker` — the chart's default up to v24.9 (see :mod:`.helm_handlers`).
+* Values of older charts: `dcgm.hostPort` (v24.3 and older; DCGM is reached through its Service).
 * `psp` — PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it.
 * `draDriver` (except `gpus.enabled`) — configures the GPUCluster (DRA) stack, only deployed with
   `gpuCluster.deployCR`.
 * `nameOverride`, `fullnameOverride` — names of the chart's own objects.
 
 Rejected values: `platform.openshift: true`, `clusterPolicy.deployCR: false`, `gpuCluster.deployCR: true`,
-`draDriver.gpus.enabled: true`, a non-empty `extraObjects`.
+`draDriver.gpus.enabled: true`, `kataManager.enabled: true`, a non-empty `extraObjects`. Keys of older charts
+that no longer exist get a migration hint (:mod:`.helm_migrations`).
 """
 
 from __future__ import annotations
@@ -38,9 +46,11 @@ from typing import Any, Literal
 from gpu_operator import UPSTREAM_OPERATOR_VERSION
 from gpu_operator.config.importers.helm_handlers import (
     DCGM_EXPORTER_CONFIG,
+    DEFAULT_RUNTIME,
     DEVICE_PLUGIN_CONFIG,
     MIG_MANAGER_CONFIG,
     NRI_PLUGIN,
+    SERVICE_MONITOR,
 )
 from gpu_operator.config.importers.helm_rules import Copy, Handle, Ignore, Reject, Rule
 from gpu_operator.config.importers.paths import MISSING, is_empty
@@ -48,6 +58,7 @@ from gpu_operator.config.importers.paths import MISSING, is_empty
 __all__ = ["HELM_RULES", "HELM_RENAMES", "ignored_keys"]
 
 _DEPLOYMENT = Ignore("shapes NVIDIA's operator Deployment; Pulumi renders the operands instead")
+_NOT_APPLIED = Ignore("NVIDIA's operator does not apply it to this container either")
 
 
 def _image(section: str, base: str, version_default: Any = MISSING) -> dict[str, Rule]:
@@ -87,29 +98,6 @@ def _driver_manager(section: str, key: str) -> dict[str, Rule]:
     return {**_image(f"{section}.{key}", base), **_copied(f"{section}.{key}", base, "env")}
 
 
-def _upgrade_policy() -> dict[str, Rule]:
-    values, ours = "driver.upgradePolicy", "operator.driver.upgradePolicy"
-    always = {
-        "autoUpgrade": ("autoUpgrade", False),
-        "maxParallelUpgrades": ("maxParallelUpgrades", 0),
-        "maxUnavailable": ("maxUnavailable", "25%"),
-        "waitForCompletion.timeoutSeconds": ("waitForCompletion.timeoutSeconds", MISSING),
-        "gpuPodDeletion.force": ("podDeletion.force", False),
-        "gpuPodDeletion.timeoutSeconds": ("podDeletion.timeoutSeconds", MISSING),
-        "gpuPodDeletion.deleteEmptyDir": ("podDeletion.deleteEmptyDir", False),
-        "drain.enable": ("drain.enable", False),
-        "drain.force": ("drain.force", False),
-        "drain.timeoutSeconds": ("drain.timeoutSeconds", MISSING),
-        "drain.deleteEmptyDir": ("drain.deleteEmptyDir", False),
-    }
-    rules: dict[str, Rule] = {
-        f"{values}.{key}": Copy(f"{ours}.{target}", "always", default=default)
-        for key, (target, default) in always.items()
-    }
-    rules.update(_copied(values, ours, "waitForCompletion.podSelector", "drain.podSelector"))
-    return rules
-
-
 _DRIVER: dict[str, Rule] = {
     **_operand("driver"),
     "driver.nvidiaDriverCRD.enabled": Copy("operator.driver.useNvidiaDriverCRD", "always"),
@@ -126,7 +114,10 @@ _DRIVER: dict[str, Rule] = {
         "licensingConfig", "virtualTopology", "kernelModuleConfig", "secretEnv",
     ),
     **_driver_manager("driver", "manager"),
-    **_upgrade_policy(),
+    "driver.upgradePolicy": Ignore(
+        "drives the upgrade controller of NVIDIA's operator, which this package does not run: the driver "
+        "DaemonSet updates with OnDelete, so a new driver reaches a node when you drain it and delete its driver pod"
+    ),
 }
 
 _VALIDATOR: dict[str, Rule] = {
@@ -140,9 +131,10 @@ _VALIDATOR: dict[str, Rule] = {
 _DCGM_EXPORTER: dict[str, Rule] = {
     **_operand("dcgmExporter"),
     **_copied(
-        "dcgmExporter", "operator.dcgmExporter", "annotations", "serviceMonitor", "service", "hostPID", "hpcJobMapping",
+        "dcgmExporter", "operator.dcgmExporter", "annotations", "service", "hostPID", "hpcJobMapping",
         "enablePodLabels", "enablePodUID", "podLabelAllowlistRegex",
     ),
+    "dcgmExporter.serviceMonitor": SERVICE_MONITOR,
     "dcgmExporter.config": DCGM_EXPORTER_CONFIG,
 }
 
@@ -152,10 +144,16 @@ _OPERANDS: dict[str, Rule] = {
     **_DCGM_EXPORTER,
     **_operand("toolkit"),
     **_copied("toolkit", "operator.toolkit", "installDir"),
+    "toolkit.args": _NOT_APPLIED,
+    "toolkit.hostNetwork": _NOT_APPLIED,
     **_operand("devicePlugin"),
     "devicePlugin.config": DEVICE_PLUGIN_CONFIG,
     "devicePlugin.mps.root": Copy("operator.devicePlugin.mps.root"),
     **_operand("dcgm"),
+    "dcgm.hostPort": Ignore(
+        "removed from the chart in v24.9: the exporter reaches the standalone DCGM through the node-local Service "
+        "nvidia-dcgm:5555, and no host port is opened"
+    ),
     **_operand("gfd"),
     **_operand("migManager"),
     "migManager.config": MIG_MANAGER_CONFIG,
@@ -163,6 +161,8 @@ _OPERANDS: dict[str, Rule] = {
     **_operand("nodeStatusExporter", version_default=UPSTREAM_OPERATOR_VERSION),
     **_operand("gds", container_only=True),
     **_operand("gdrcopy", enabled_default=False, container_only=True),
+    "gds.args": _NOT_APPLIED,
+    "gdrcopy.args": _NOT_APPLIED,
     **_operand("vgpuManager"),
     **_copied("vgpuManager", "operator.vgpuManager", "kernelModuleConfig"),
     **_driver_manager("vgpuManager", "driverManager"),
@@ -170,8 +170,14 @@ _OPERANDS: dict[str, Rule] = {
     **_copied("vgpuDeviceManager", "operator.vgpuDeviceManager", "config"),
     **_operand("vfioManager"),
     **_driver_manager("vfioManager", "driverManager"),
-    **_operand("kataManager"),
-    **_copied("kataManager", "operator.kataManager", "config"),
+    "kataManager": Ignore(
+        "NVIDIA's operator no longer deploys the Kata manager since v26; sandboxWorkloads.mode: kata selects the "
+        "Kata operands"
+    ),
+    "kataManager.enabled": Reject(
+        is_empty, "the Kata manager is never deployed since GPU Operator v26; set false and use "
+        "sandboxWorkloads.mode: kata",
+    ),
     # both are written only when set, so false leaves them to the CR default (off)
     **_operand("sandboxDevicePlugin", enabled="set"),
     **_operand("kataSandboxDevicePlugin", enabled="set"),
@@ -189,7 +195,7 @@ _CLUSTER_WIDE: dict[str, Rule] = {
     "psa.enabled": Copy("operator.psa.enabled", "always"),
     "psp": Ignore("PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it"),
     "cdi.enabled": Copy("operator.cdi.enabled", "always"),
-    "cdi.default": Copy("operator.cdi.default"),
+    "cdi.default": Ignore("deprecated in the ClusterPolicy CRD: cdi.enabled alone makes CDI the way GPUs reach containers"),
     "cdi.nriPluginEnabled": NRI_PLUGIN,
     "sandboxWorkloads.enabled": Copy("operator.sandboxWorkloads.enabled", "always"),
     "sandboxWorkloads.defaultWorkload": Copy("operator.sandboxWorkloads.defaultWorkload"),
@@ -205,12 +211,10 @@ _CLUSTER_WIDE: dict[str, Rule] = {
         "operator.daemonsets.rollingUpdate.maxUnavailable", "always", quote=True
     ),
     "mig.strategy": Copy("operator.mig.strategy"),
-    **_copied("operator", "operator.operator", "runtimeClass", "defaultRuntime", "use_ocp_driver_toolkit"),
-    **{
-        f"operator.initContainer.{key}": Copy(f"operator.operator.initContainer.{key}", quote=key == "version")
-        for key in ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets")
-    },
-    "operator.metrics.serviceMonitor": Copy("operator.operator.metrics.serviceMonitor"),
+    **_copied("operator", "operator.operator", "runtimeClass", "use_ocp_driver_toolkit"),
+    "operator.defaultRuntime": DEFAULT_RUNTIME,
+    "operator.initContainer": Ignore("deprecated in the ClusterPolicy CRD; NVIDIA's operator no longer uses it"),
+    "operator.metrics": Ignore("the metrics of NVIDIA's operator Deployment, which Pulumi replaces"),
     **{
         f"operator.{key}": _DEPLOYMENT
         for key in (

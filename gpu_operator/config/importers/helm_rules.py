@@ -5,8 +5,8 @@ Every key of the GPU Operator chart's `values.yaml` has exactly one rule (see :m
 * :class:`Copy` — the chart's `templates/clusterpolicy.yaml` copies the value into the ClusterPolicy spec; we
   copy it to the same field of our `operator` section (or to `nfd`), with the template's `if`, `default` and
   `quote` behaviour;
-* :class:`Handle` — the chart does more than copy (creates a ConfigMap from `config.data`, checks a combination);
-  a function translates the whole value;
+* :class:`Handle` — the chart does more than copy (creates a ConfigMap from `config.data`, checks a combination,
+  a value whose meaning changed between chart versions); a function translates the whole value;
 * :class:`Reject` — a value this package cannot honour (OpenShift, the DRA stack, extra manifests): an error that
   says what to do instead;
 * :class:`Ignore` — a key that only shapes what Helm itself deploys (the operator Deployment, the NFD subchart,
@@ -60,10 +60,14 @@ class Reject:
 
 @dataclass(frozen=True)
 class Handle:
-    """A value the chart does more with than copy; `targets` pairs each document path it writes with its key."""
+    """A value the chart does more with than copy; `targets` pairs each document path it writes with its key.
+
+    `note`, when given, tells the user why a value it returns a reason for is accepted and has no effect here.
+    """
 
     translate: Callable[[Translation, str, Any], None]
     targets: tuple[tuple[str, str], ...]
+    note: Callable[[Any], str | None] | None = None
 
 
 Rule = Copy | Ignore | Reject | Handle

@@ -4,7 +4,9 @@ The values are read as `helm install` would read them with the v26.7.0 chart: me
 (our model defaults are those defaults, so a file that only sets `mig.strategy` leaves everything else at the
 chart default), then mapped into the ClusterPolicy spec the way the chart's template maps them. Every key is
 either mapped, rejected with a fix, or ignored for a documented reason (:mod:`.helm_keys`); an unknown key is an
-error. Problems found while validating the resulting document are reported under the values key they come from.
+error, with a migration hint when an older chart had it (:mod:`.helm_migrations`), so the full values files of
+charts v22.9 and later import. A string still holding template syntax (`${...}`, `{{ ... }}`) is refused.
+Problems found while validating the resulting document are reported under the values key they come from.
 
 ```python
 document = import_helm_values(yaml.safe_load(open("values.yaml")))
@@ -21,8 +23,10 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.importers.cr_defaults import absent_defaults
 from gpu_operator.config.importers.helm_keys import HELM_RENAMES, HELM_RULES, ignored_keys
+from gpu_operator.config.importers.helm_migrations import UMBRELLA_KEY, removed_key_hint, umbrella_hint
 from gpu_operator.config.importers.helm_rules import Copy, Handle, Ignore, Reject, Rule, Translation
-from gpu_operator.config.importers.paths import MISSING, get_path, is_empty, merge_over, rename_problems
+from gpu_operator.config.importers.paths import MISSING, described, get_path, is_empty, merge_over, rename_problems
+from gpu_operator.config.importers.template_syntax import template_problems
 from gpu_operator.config.loader import parse_config
 
 __all__ = ["import_helm_values", "ignored_helm_values", "SOURCE"]
@@ -86,7 +90,7 @@ def _walk(t: Translation, key: str, value: Any, ignored: bool) -> None:
         return
     if not is_branch:
         if not ignored:
-            t.problem(key, "unknown key: the GPU Operator v26.7.0 chart has no such value (check the spelling)")
+            t.problem(key, _unknown_key(key))
         return
     ignored = ignored or isinstance(rule, Ignore)
     if value is None:
@@ -94,7 +98,7 @@ def _walk(t: Translation, key: str, value: Any, ignored: bool) -> None:
             t.problem(key, "null deletes every chart default in this block; remove the key, or set the values you want")
         return
     if not isinstance(value, Mapping):
-        t.problem(key or "<root>", f"must be a mapping, got {type(value).__name__}")
+        t.problem(key or "<root>", f"must be a mapping, got {described(value)}")
         return
     for name, item in value.items():
         child = f"{key}.{name}" if key else str(name)
@@ -104,6 +108,13 @@ def _walk(t: Translation, key: str, value: Any, ignored: bool) -> None:
         _walk(t, child, item, ignored)
 
 
+def _unknown_key(key: str) -> str:
+    hint = removed_key_hint(key) or umbrella_hint(key)
+    if hint is not None:
+        return f"not a value of the GPU Operator v26.7.0 chart: {hint}"
+    return "unknown key: the GPU Operator v26.7.0 chart has no such value (check the spelling)"
+
+
 def _deduplicate(problems: list[Problem]) -> list[Problem]:
     return list(dict.fromkeys(problems))
 
@@ -111,7 +122,12 @@ def _deduplicate(problems: list[Problem]) -> list[Problem]:
 def import_helm_values(values: Mapping[str, Any], namespace: str = "gpu-operator") -> dict[str, Any]:
     """Our config document for a GPU Operator Helm values file; ConfigError lists every problem."""
     if not isinstance(values, Mapping):
-        raise ConfigError([Problem("", f"Helm values must be a mapping, got {type(values).__name__}")], SOURCE)
+        raise ConfigError([Problem("", f"Helm values must be a mapping, got {described(values)}")], SOURCE)
+    if isinstance(values.get(UMBRELLA_KEY), Mapping):
+        raise ConfigError([Problem(UMBRELLA_KEY, str(umbrella_hint(UMBRELLA_KEY)))], SOURCE)
+    placeholders = template_problems(values)
+    if placeholders:
+        raise ConfigError(placeholders, SOURCE)
     t = Translation(values=values, defaults=_chart_defaults())
     t.write("namespace", namespace)
     _walk(t, "", values, ignored=False)
@@ -133,6 +149,11 @@ def ignored_helm_values(values: Mapping[str, Any]) -> dict[str, str]:
     def visit(key: str, value: Any) -> None:
         if key in reasons:
             found[key] = reasons[key]
+        rule = HELM_RULES.get(key)
+        if isinstance(rule, Handle) and rule.note is not None:
+            reason = rule.note(value)
+            if reason is not None:
+                found[key] = reason
         if key in _branches() and isinstance(value, Mapping):
             for name, item in value.items():
                 visit(f"{key}.{name}" if key else str(name), item)

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gpu_operator.config.errors import Problem
 
-__all__ = ["MISSING", "get_path", "set_path", "has_path", "merge_over", "is_empty", "rename_problems"]
+__all__ = [
+    "MISSING", "get_path", "set_path", "has_path", "merge_over", "is_empty", "rename_problems", "described",
+]
 
 #: Marks "no such key" (None is a value in YAML).
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
@@ -93,3 +95,18 @@ def rename_problems(problems: Iterable[Problem], renames: Iterable[tuple[str, st
     """Report problems under the user's key names: the longest matching document prefix is replaced."""
     ordered = sorted(renames, key=lambda pair: len(pair[0]), reverse=True)
     return [Problem(_rename(p.path, ordered), p.message) for p in problems]
+
+
+def described(value: Any) -> str:
+    """A value as the user wrote it in YAML, for error messages (never a Python type name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"the number {value}" if isinstance(value, (int, float)) else "a value of another kind"

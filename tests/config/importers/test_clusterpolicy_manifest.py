@@ -63,11 +63,13 @@ def test_values_in_the_spec_win_over_the_defaults() -> None:
     spec = minimal_spec(dcgm={"enabled": False}, driver={"upgradePolicy": {"autoUpgrade": True}},
                         dcgmExporter={"serviceMonitor": {"enabled": True, "interval": "30s"}},
                         vfioManager={"enabled": True})
-    config = parse_config(import_clusterpolicy(manifest(spec)))
+    document = import_clusterpolicy(manifest(spec))
+    config = parse_config({**document, "cluster": {"prometheusOperator": True}})
     assert config.operator.dcgm.enabled is False
     assert config.operator.driver.upgrade_policy.auto_upgrade is True
     monitor = config.operator.dcgm_exporter.service_monitor
-    assert (monitor.enabled, monitor.interval) == (True, "30s")
+    # NVIDIA's `enabled: true` is "where the ServiceMonitor CRD exists": our unset switch
+    assert (monitor.enabled, monitor.interval) == (None, "30s")
     assert config.operator.vfio_manager.enabled is True
 
 
@@ -79,6 +81,8 @@ def test_a_null_section_counts_as_absent() -> None:
 def test_the_clusterpolicy_the_chart_renders_imports_to_the_same_config() -> None:
     helm = import_helm_values(chart_values(V26))
     spec = parse_config(helm).operator.to_document()
+    # the chart renders `enabled: true` ("where the CRD exists"), which our document leaves unset
+    spec["dcgmExporter"]["serviceMonitor"]["enabled"] = True
     assert parse_config(import_clusterpolicy(manifest(spec))).operator == ClusterPolicySpec()
 
 
