@@ -36,6 +36,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EXPANDED_SIZE",
     "MAX_FILE_BYTES",
+    "RefusedYamlError",
     "StrictLoader",
     "read_text",
     "read_yaml_documents",
@@ -68,6 +69,7 @@ _SYNTAX_HINTS: tuple[tuple[str, str], ...] = (
     ("found undefined alias", "define the anchor (&name) before the alias (*name) that uses it"),
     ("could not determine a constructor for the tag", "write plain values: only YAML's standard tags are read"),
     ("found unhashable key", "use a plain string as the key"),
+    ("found duplicate anchor", "give each anchor (&name) a name of its own"),
     ("expected a mapping for merging", "merge (<<) only mappings"),
     ("expected <block end>, but found", "check the indentation of this line and the one before"),
     ("could not find expected ':'", "add the ':' after the key, or close the quote opened before"),
@@ -78,12 +80,31 @@ class _StrictYamlError(yaml.MarkedYAMLError):
     """A problem StrictLoader finds that plain YAML allows; carries its own fix."""
 
 
+class RefusedYamlError(yaml.YAMLError):
+    """Problems StrictLoader found in a composed document (duplicate keys, aliases), each with its key path."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(str(problem) for problem in problems))
+        self.problems = problems
+
+
 class StrictLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses nesting deeper than MAX_DEPTH while it composes (before Python would overflow)."""
+    """A SafeLoader that refuses what the module docstring lists, as `yaml.load(text, Loader=StrictLoader)` too.
+
+    Nesting is limited while composing (before Python's recursion limit is near); duplicate keys and alias
+    expansion are checked on the composed document, before anything is constructed from it.
+    """
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+
+    def construct_document(self, node: Node) -> Any:
+        problems = _NodeCheck(self).run(node)
+        self.constructed_objects = {}  # the keys the check constructed; the document is constructed afresh
+        if problems:
+            raise RefusedYamlError(problems)
+        return super().construct_document(node)
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         self._depth += 1
@@ -277,14 +298,9 @@ def parse_yaml_documents(text: str, source: str) -> list[Any]:
         raise ConfigError([_syntax_problem(error, text)], source) from None
     try:
         while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            problems = _NodeCheck(loader).run(node)
-            loader.constructed_objects = {}
-            if problems:
-                raise ConfigError(problems, source)
-            documents.append(loader.construct_document(node))
+            documents.append(loader.construct_document(loader.get_node()))
+    except RefusedYamlError as error:
+        raise ConfigError(error.problems, source) from None
     except yaml.YAMLError as error:
         raise ConfigError([_syntax_problem(error, text)], source) from None
     finally:
