@@ -218,9 +218,8 @@ class _NodeCheck:
             key = id(node)
             if children_done:
                 on_path.discard(key)
-                self._measure(node, path)
-                if self.problems:
-                    return self.problems
+                if not self._measure(node, path):
+                    return self.problems  # measuring on would only repeat the problem for every ancestor
                 continue
             if key in self.size:
                 continue
@@ -246,7 +245,8 @@ class _NodeCheck:
             return children
         return []
 
-    def _measure(self, node: Node, path: tuple[str | int, ...]) -> None:
+    def _measure(self, node: Node, path: tuple[str | int, ...]) -> bool:
+        """Record the node's expanded size and depth; False when they are over the limits."""
         if isinstance(node, ScalarNode):
             size, depth = 1 + len(node.value), 0
         else:
@@ -260,10 +260,13 @@ class _NodeCheck:
         if depth > MAX_DEPTH:
             self.problems.append(Problem(format_path(path), f"{where}aliases nest this value deeper than "
                                          f"{MAX_DEPTH} levels; write the value out with less nesting"))
-        elif size > MAX_EXPANDED_SIZE:
+            return False
+        if size > MAX_EXPANDED_SIZE:
             self.problems.append(Problem(format_path(path), f"{where}aliases (*name) expand this value to more than "
                                          f"{MAX_EXPANDED_SIZE:,} nodes and characters (a YAML alias bomb?); "
                                          "write the values out, or alias fewer times"))
+            return False
+        return True
 
     def _check_duplicates(self, node: MappingNode, path: tuple[str | int, ...]) -> None:
         first_line: dict[Any, tuple[int, str]] = {}
