@@ -165,9 +165,42 @@ def _precompiled_driver_rules(doc: GpuStackConfig) -> Iterator[Problem]:
             owners.setdefault(kernel, os.tag)
 
 
+def _compiles_somewhere(doc: GpuStackConfig) -> bool:
+    """A driver DaemonSet installs packages: the driver is not precompiled, or unlisted kernels compile."""
+    driver = doc.operator.driver
+    return driver.enabled and (not driver.use_precompiled or doc.cluster.unlisted_kernels == "compile")
+
+
+def _driver_files_are_known(doc: GpuStackConfig) -> Iterator[Problem]:
+    """NVIDIA mounts each key of the repoConfig/certConfig ConfigMap as its own file (`subPath`), keeping the
+    image's other repository files and CA bundle; a render cannot list the keys, so the config must."""
+    driver = doc.operator.driver
+    settings = (
+        ("repoConfig.configMapName", driver.repo_config.config_map_name, "driverRepoConfig",
+         doc.configs.driver_repo_config),
+        ("certConfig.name", driver.cert_config.name, "driverCertConfig", doc.configs.driver_cert_config),
+    )
+    for path, name, section, files in settings:
+        if name and files is None and _compiles_somewhere(doc):
+            yield Problem(
+                f"operator.driver.{path}",
+                f"the driver mounts each key of ConfigMap {name!r} as a file of its own, beside the image's files, "
+                f"and a render cannot read the ConfigMap: give its files in configs.{section} ({{file: contents}}, "
+                f"created here) or its key names ([file, ...]) if it exists already",
+            )
+        elif files is not None and not name:
+            yield Problem(f"configs.{section}", f"set operator.driver.{path}: it names the ConfigMap of these files")
+        elif files is not None and not _compiles_somewhere(doc):
+            yield Problem(
+                f"configs.{section}",
+                "not used: only a driver that installs packages mounts it (driver.enabled, and not precompiled "
+                "unless cluster.unlistedKernels is compile); remove it",
+            )
+
+
 def _driver_customisation_fits_the_os(doc: GpuStackConfig) -> Iterator[Problem]:
     driver = doc.operator.driver
-    if not driver.enabled or driver.use_precompiled:
+    if not _compiles_somewhere(doc):
         return
     settings = (
         ("repoConfig.configMapName", driver.repo_config.config_map_name, REPO_CONFIG_DIRS),
@@ -247,6 +280,7 @@ CHECKS: tuple[Check, ...] = (
     _unsupported_modes,
     _precompiled_needs_kernels,
     _precompiled_driver_rules,
+    _driver_files_are_known,
     _driver_customisation_fits_the_os,
     _driver_probes_and_env,
     _vgpu_manager_needs_an_image,

@@ -92,6 +92,12 @@ class ClusterFacts(ConfigModel):
         description="the monitoring.coreos.com CRDs are installed (e.g. kube-prometheus-stack), so ServiceMonitors "
         "can be created; plain AKS has none",
     )
+    unlisted_kernels: Literal["compile", "none"] = Field(
+        default="compile",
+        description="with driver.usePrecompiled, what a GPU node whose kernel is not in kernelVersions gets (say "
+        "after a node-image upgrade): compile (the regular driver DaemonSet builds the modules on it) or none "
+        "(no driver until you list its kernel)",
+    )
 
     @field_validator("operating_systems")
     @classmethod

@@ -6,7 +6,8 @@ cluster: {...}                 # what the operator would detect at runtime: runt
 agents: {...}                  # the agents image, and which operands run it instead of NVIDIA's images
 nfd: {...}                     # Node Feature Discovery, as the chart's subchart switch
 operator: {...}                # an NVIDIA ClusterPolicy `spec`, verbatim, with the Helm chart's defaults
-configs: {...}                 # contents of the ConfigMaps that `operator` names (device-plugin, MIG, metrics)
+configs: {...}                 # contents of the ConfigMaps that `operator` names (device-plugin, MIG, metrics,
+                               # the driver's repository and certificate files)
 aks: {...}                     # the AKS cluster the GPU pools join (existing, or created by the stack)
 pools: [...]                   # AKS GPU node pools; their taints, OS images and GPUs flow into the sections above
 ```
@@ -18,6 +19,7 @@ InfiniBand pools get the GPUDirect RDMA wiring.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -78,12 +80,39 @@ class NfdSpec(ConfigModel):
     values: dict[str, Any] = Field(default=NFD_SUBCHART_VALUES, description="values of the node-feature-discovery chart")
 
 
+_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def _driver_files(value: dict[str, str] | tuple[str, ...] | None) -> dict[str, str] | tuple[str, ...] | None:
+    """The files of a driver repoConfig/certConfig ConfigMap: each key becomes a file of that name."""
+    if value is None:
+        return None
+    if not value:
+        raise ValueError("lists no file; give the ConfigMap's files (key: contents) or its key names")
+    keys = list(value)
+    for key in keys:
+        if not _CONFIGMAP_KEY.match(key) or key in (".", ".."):
+            raise ValueError(f"{key!r} is not a ConfigMap key usable as a file name (letters, digits, '-', '_', '.')")
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"key listed twice: {', '.join(duplicates)}")
+    return value
+
+
+#: A driver repoConfig/certConfig ConfigMap's files: contents to create it with, or the keys of an existing one.
+DriverFiles = dict[str, str] | tuple[str, ...]
+
+
 class OperandConfigs(ConfigModel):
     """ConfigMap contents created alongside the operands that read them.
 
     Each is created under the name the `operator` section gives (`devicePlugin.config.name`,
-    `migManager.config.name`, `dcgmExporter.config.name`); without contents here, the name refers to a ConfigMap
-    that already exists in the namespace.
+    `migManager.config.name`, `dcgmExporter.config.name`, `driver.repoConfig.configMapName`,
+    `driver.certConfig.name`); without contents here, the name refers to a ConfigMap that already exists in the
+    namespace. The driver mounts each key of its repository and certificate ConfigMaps as one file, as NVIDIA
+    does, so the image's own repository files and CA bundle stay: a render cannot read a ConfigMap, so those keys
+    are given here, as the files to create the ConfigMap with (`{file: contents}`) or as the key names of an
+    existing one (`[file, ...]`).
     """
 
     device_plugin: dict[str, DevicePluginConfig] | None = Field(
@@ -91,6 +120,12 @@ class OperandConfigs(ConfigModel):
     )
     mig_manager: MigPartedConfig | None = Field(default=None, description="a custom mig-parted config")
     dcgm_exporter: str | None = Field(default=None, description="metrics CSV: DCGM field, Prometheus type, help")
+    driver_repo_config: DriverFiles | None = Field(
+        default=None, description="package repository files for the driver (files to create, or existing keys)"
+    )
+    driver_cert_config: DriverFiles | None = Field(
+        default=None, description="CA certificates for the driver's package downloads (files to create, or keys)"
+    )
 
     @field_validator("device_plugin", mode="before")
     @classmethod
@@ -111,6 +146,11 @@ class OperandConfigs(ConfigModel):
     @classmethod
     def _csv(cls, value: str | None) -> str | None:
         return check_metrics_csv(value) if value is not None else None
+
+    @field_validator("driver_repo_config", "driver_cert_config")
+    @classmethod
+    def _files(cls, value: DriverFiles | None) -> DriverFiles | None:
+        return _driver_files(value)
 
 
 class GpuStackConfig(ConfigModel):

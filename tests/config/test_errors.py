@@ -247,15 +247,23 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         },
     ),
     (
+        "_driver_files_are_known",
+        {"operator": {"driver": {"certConfig": {"name": "corporate-ca"}}}},
+        "operator.driver.certConfig.name",
+        {"operator": {"driver": {"certConfig": {"name": "corporate-ca"}}}, "configs": {"driverCertConfig": ["ca.crt"]}},
+    ),
+    (
         "_driver_customisation_fits_the_os",
         {
             "cluster": {"operatingSystems": [{"id": "azurelinux", "versionId": "3.0"}]},
             "operator": {"driver": {"certConfig": {"name": "corporate-ca"}}},
+            "configs": {"driverCertConfig": ["ca.crt"]},
         },
         "operator.driver.certConfig.name",
         {
             "cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "24.04"}]},
             "operator": {"driver": {"certConfig": {"name": "corporate-ca"}}},
+            "configs": {"driverCertConfig": ["ca.crt"]},
         },
     ),
     (

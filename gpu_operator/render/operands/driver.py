@@ -11,7 +11,9 @@ NVIDIA's operator picks the image suffix (`-<osTag>`) from the OS of the first G
 DaemonSet per OS listed in `cluster.operatingSystems` instead. One OS gives NVIDIA's single
 `nvidia-driver-daemonset`; several give `nvidia-driver-daemonset-<osTag>`, each pinned to its OS by the NFD
 `system-os_release` labels, as NVIDIA's NVIDIADriver controller pins its OS pools. Precompiled drivers get one
-DaemonSet per (kernel, OS), named and selected as NVIDIA names and selects them.
+DaemonSet per (kernel, OS), named and selected as NVIDIA names and selects them; nodes whose kernel the config
+does not list get the compiling DaemonSet of their OS (`cluster.unlistedKernels: compile`, the default), since
+NVIDIA would find their kernel at runtime and a render cannot.
 
 `DRIVER_CONFIG_DIGEST` (in the driver manager and the driver container) fingerprints what the pod installs, so
 both can keep a loaded driver when only something else changed (:mod:`.driver_digest` says what is hashed). The
@@ -50,10 +52,10 @@ from gpu_operator.render.k8s import (
     service_account,
 )
 from gpu_operator.render.operands.common import VALIDATIONS_DIR, read_script
-from gpu_operator.render.operands.driver_config_mounts import config_mounts
+from gpu_operator.render.operands.driver_config_mounts import config_mounts, package_files
 from gpu_operator.render.operands.driver_digest import DIGEST_ENV, config_digest
 from gpu_operator.render.operands.driver_manager import driver_manager_init, pull_secrets_of
-from gpu_operator.render.operands.driver_pools import DriverPool, driver_image, driver_pools, os_image
+from gpu_operator.render.operands.driver_pools import DriverPool, driver_image, driver_pools, kernel_affinity, os_image
 from gpu_operator.render.transforms import finalize_daemonset, merge_env
 
 __all__ = [
@@ -304,6 +306,11 @@ def _anti_affinity() -> Object:
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
+def _node_affinity(pool: DriverPool) -> Object:
+    affinity = kernel_affinity(pool)
+    return {"nodeAffinity": affinity} if affinity is not None else {}
+
+
 def _pull_secrets(ctx: RenderContext, sidecars: list[tuple[_ModuleSidecar, ContainerOperandSpec]]) -> list[Object]:
     spec = ctx.spec.driver
     names = [*pull_secrets_of(ctx, spec.manager), *spec.image_pull_secrets]
@@ -324,7 +331,7 @@ def _pod(ctx: RenderContext, pool: DriverPool) -> Object:
     pod: Object = {
         "nodeSelector": {**deploy_selector("driver"), **pool.node_selector},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "affinity": _anti_affinity(),
+        "affinity": {**_anti_affinity(), **_node_affinity(pool)},
         "priorityClassName": "system-node-critical",
         "serviceAccountName": NAME,
         "hostPID": True,
@@ -371,16 +378,35 @@ def _startup_probe_config_map(ctx: RenderContext) -> Object:
 
 
 def _pools(ctx: RenderContext) -> list[DriverPool]:
-    return driver_pools(DAEMONSET, ctx.config.cluster.operating_systems, ctx.spec.driver.use_precompiled)
+    return driver_pools(
+        DAEMONSET,
+        ctx.config.cluster.operating_systems,
+        ctx.spec.driver.use_precompiled,
+        compile_unlisted=ctx.config.cluster.unlisted_kernels == "compile",
+    )
+
+
+def _package_config_maps(ctx: RenderContext, pools: list[DriverPool]) -> list[Object]:
+    """The repoConfig/certConfig ConfigMaps whose files the config gives, when a pool installs packages."""
+    if all(pool.precompiled for pool in pools):
+        return []
+    labels = {"app": DAEMONSET, "app.kubernetes.io/component": COMPONENT}
+    return [
+        config_map(ctx, name, files, labels=labels)
+        for _, name, files in package_files(ctx)
+        if isinstance(files, dict)
+    ]
 
 
 def render(ctx: RenderContext) -> list[Object]:
     if not ctx.spec.driver.enabled:
         return []
+    pools = _pools(ctx)
     return [
         service_account(ctx, NAME),
         cluster_role(NAME, _RULES),
         cluster_role_binding(ctx, NAME),
         _startup_probe_config_map(ctx),
-        *(_daemonset(ctx, pool) for pool in _pools(ctx)),
+        *_package_config_maps(ctx, pools),
+        *(_daemonset(ctx, pool) for pool in pools),
     ]

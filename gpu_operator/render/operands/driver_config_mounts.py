@@ -4,17 +4,21 @@
 * `virtualTopology.config`: the vGPU topology daemon's `/etc/nvidia/nvidia-topologyd.conf`;
 * `kernelModuleConfig.name`: module parameter files under `/drivers` (driver and peermem containers);
 * for containers that install packages, unless the driver is precompiled: `repoConfig` and `certConfig` at the
-  OS's repository and CA directories, `secretEnv` as `envFrom`, and the host's RHEL/SUSE subscription files.
+  OS's repository and CA directories, `secretEnv` as `envFrom`, and the host's RHEL/SUSE subscription files
+  (not RHEL's when a repoConfig gives the repositories, as NVIDIA skips them: an unsubscribed host lacks them).
 
 NVIDIA reads the repoConfig/certConfig/kernelModuleConfig ConfigMaps from the cluster and mounts each key as a
-file (`subPath`). A render cannot read them, so repoConfig and certConfig are mounted as the whole directory
-(it then holds exactly the ConfigMap's files), and kernelModuleConfig as the four parameter files the driver
-container reads (`nvidia.conf`, `nvidia-uvm.conf`, `nvidia-modeset.conf`, `nvidia-peermem.conf`); keys the
-ConfigMap lacks are skipped (`optional`), and the driver ignores a parameter file that is not a file.
+file (`subPath`, keys sorted), so the image's own repository files and CA bundle stay beside them. A render
+cannot read them: the repoConfig and certConfig keys come from `configs.driverRepoConfig` /
+`configs.driverCertConfig` (the files we create the ConfigMap with, or the keys of an existing one), and
+kernelModuleConfig is mounted as the four parameter files the driver container reads (`nvidia.conf`,
+`nvidia-uvm.conf`, `nvidia-modeset.conf`, `nvidia-peermem.conf`); keys the ConfigMap lacks are skipped
+(`optional`), and the driver ignores a parameter file that is not a file.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from collections.abc import Iterable
 
@@ -25,7 +29,7 @@ from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object, config_map_volume, host_path, mount
 from gpu_operator.render.transforms import containers_of
 
-__all__ = ["ConfigMounts", "config_mounts", "MODULE_PARAMETER_FILES"]
+__all__ = ["ConfigMounts", "config_mounts", "package_files", "MODULE_PARAMETER_FILES"]
 
 _SUSE_CREDENTIALS = (
     ("/etc/SUSEConnect", "/etc/SUSEConnect", "FileOrCreate"),
@@ -112,18 +116,36 @@ def _module_parameters(spec: DriverSpec, readers: list[str], out: ConfigMounts) 
     out.add(volume, readers, *targets)
 
 
+def package_files(ctx: RenderContext) -> list[tuple[str, str, dict[str, str] | tuple[str, ...]]]:
+    """(setting, ConfigMap name, files) of the repoConfig and certConfig in use; files are contents or keys."""
+    spec, configs = ctx.spec.driver, ctx.config.configs
+    settings = (
+        ("repoConfig", spec.repo_config.config_map_name, configs.driver_repo_config),
+        ("certConfig", spec.cert_config.name, configs.driver_cert_config),
+    )
+    out = []
+    for setting, name, files in settings:
+        if not name:
+            continue
+        if files is None:
+            section = "driverRepoConfig" if setting == "repoConfig" else "driverCertConfig"
+            raise ValueError(f"driver.{setting} {name!r} needs its keys in configs.{section}")
+        out.append((setting, name, files))
+    return out
+
+
 def _packages(ctx: RenderContext, os: NodeOperatingSystem, main: str, builders: list[str], out: ConfigMounts) -> None:
     spec = ctx.spec.driver
-    for setting, name, table in (
-        ("repoConfig", spec.repo_config.config_map_name, REPO_CONFIG_DIRS),
-        ("certConfig", spec.cert_config.name, CERT_CONFIG_DIRS),
-    ):
-        if name:
-            out.add(config_map_volume(name, name), builders, mount(name, _os_dir(table, os, setting), read_only=True))
+    tables = {"repoConfig": REPO_CONFIG_DIRS, "certConfig": CERT_CONFIG_DIRS}
+    for setting, name, files in package_files(ctx):
+        directory = _os_dir(tables[setting], os, setting)
+        keys = sorted(files)
+        targets = (mount(name, posixpath.join(directory, key), read_only=True, sub_path=key) for key in keys)
+        out.add(config_map_volume(name, name, items=[(key, key) for key in keys]), builders, *targets)
     if spec.secret_env:
         out.secret_env.update({container: spec.secret_env for container in builders})
-    # On CRI-O, RHEL hosts hand subscriptions to every container themselves.
-    if os.id == "rhel" and ctx.runtime == "crio":
+    # On CRI-O, RHEL hosts hand subscriptions to every container themselves; a repoConfig replaces them.
+    if os.id == "rhel" and (ctx.runtime == "crio" or spec.repo_config.config_map_name):
         return
     for index, (target, source, type_) in enumerate(_SUBSCRIPTIONS.get(os.id, ())):
         volume = f"subscription-config-{index}"

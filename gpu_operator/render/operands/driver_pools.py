@@ -7,12 +7,19 @@ one `nvidia-driver-daemonset-<kernel>-<os>` per kernel, selected by NFD's `kerne
 the node OSes from config, so each OS gets its pool: a single OS keeps NVIDIA's single DaemonSet, several OSes
 get `<name>-<osTag>` each, pinned with NFD's `system-os_release` labels the way NVIDIA's NVIDIADriver
 controller pins its OS pools (by `VERSION_ID.major` when the tag drops the minor version, as for rhel9).
+
+NVIDIA finds the kernels on the GPU nodes at every reconcile, so a node that boots a new kernel (an AKS
+node-image upgrade) gets its precompiled DaemonSet. We render the kernels the config lists; a node with another
+kernel would get no driver at all, so with `cluster.unlistedKernels: compile` (the default) each OS also gets
+its regular, compiling pool, kept off the listed kernels by a `NotIn` node affinity on the kernel label (a node
+NFD has not labelled counts as unlisted). `none` leaves such nodes without a driver, as chosen.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 from collections.abc import Iterable
 
 from gpu_operator.config.cluster import NodeOperatingSystem
@@ -32,7 +39,10 @@ __all__ = [
     "NFD_OS_VERSION",
     "NFD_OS_MAJOR",
     "NFD_KERNEL",
+    "kernel_affinity",
 ]
+
+Object = dict[str, Any]
 
 NFD_OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
 NFD_OS_VERSION = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
@@ -52,6 +62,8 @@ class DriverPool:
     os: NodeOperatingSystem
     kernel: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
+    #: kernels this (compiling) pool stays off because precompiled pools serve them
+    excluded_kernels: tuple[str, ...] = ()
 
     @property
     def precompiled(self) -> bool:
@@ -79,6 +91,12 @@ def _precompiled_pools(base_name: str, systems: Iterable[NodeOperatingSystem]) -
     return pools
 
 
+def _os_pools(base_name: str, systems: tuple[NodeOperatingSystem, ...]) -> list[DriverPool]:
+    if len(systems) == 1:
+        return [DriverPool(base_name, systems[0])]
+    return [DriverPool(f"{base_name}-{os.tag}", os, None, os_selector(os)) for os in systems]
+
+
 def _check(pool: DriverPool) -> DriverPool:
     if len(pool.name) > 253 or not _DNS_SUBDOMAIN.match(pool.name):
         raise ValueError(f"driver DaemonSet name {pool.name!r} is not a DNS-1123 subdomain; check the OS and kernel")
@@ -88,15 +106,32 @@ def _check(pool: DriverPool) -> DriverPool:
     return pool
 
 
-def driver_pools(base_name: str, systems: tuple[NodeOperatingSystem, ...], precompiled: bool) -> list[DriverPool]:
-    """The pools in config order: per (OS, kernel) when precompiled, else per OS (one OS: NVIDIA's single pool)."""
-    if precompiled:
-        pools = _precompiled_pools(base_name, systems)
-    elif len(systems) == 1:
-        pools = [DriverPool(base_name, systems[0])]
+def driver_pools(
+    base_name: str,
+    systems: tuple[NodeOperatingSystem, ...],
+    precompiled: bool,
+    *,
+    compile_unlisted: bool = False,
+) -> list[DriverPool]:
+    """The pools in config order: per OS (one OS: NVIDIA's single pool), or per (OS, kernel) when precompiled,
+    then, with `compile_unlisted`, per OS again for the nodes whose kernel no precompiled pool serves."""
+    if not precompiled:
+        pools = _os_pools(base_name, systems)
     else:
-        pools = [DriverPool(f"{base_name}-{os.tag}", os, None, os_selector(os)) for os in systems]
+        pools = _precompiled_pools(base_name, systems)
+        if compile_unlisted:
+            pools += [replace(pool, excluded_kernels=pool.os.kernel_versions) for pool in _os_pools(base_name, systems)]
     return [_check(pool) for pool in pools]
+
+
+def kernel_affinity(pool: DriverPool) -> Object | None:
+    """The node affinity that keeps a compiling pool off the kernels precompiled pools serve, or None."""
+    if not pool.excluded_kernels:
+        return None
+    expression = {"key": NFD_KERNEL, "operator": "NotIn", "values": list(pool.excluded_kernels)}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [expression]},
+    ]}}
 
 
 def with_os_tag(reference: str, os: NodeOperatingSystem) -> str:

@@ -372,19 +372,23 @@ def test_secret_env_reaches_installing_containers() -> None:
 def test_repo_and_cert_config_mount_at_os_paths(system: dict, repo_dir: str, cert_dir: str) -> None:
     document = _doc({"repoConfig": {"configMapName": "repos"}, "certConfig": {"name": "certs"}},
                     systems=[system], gdrcopy={"enabled": True})
+    document["configs"] = {"driverRepoConfig": ["custom.repo"], "driverCertConfig": ["ca.crt"]}
     ds = _ds(document)
-    assert _volume(ds, "repos")["configMap"] == {"name": "repos"}
-    assert _volume(ds, "certs")["configMap"] == {"name": "certs"}
+    assert _volume(ds, "repos")["configMap"] == {"name": "repos", "items": [{"key": "custom.repo", "path": "custom.repo"}]}
+    assert _volume(ds, "certs")["configMap"] == {"name": "certs", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
     for name in ("nvidia-driver-ctr", "nvidia-gdrcopy-ctr"):
         ctr = container(ds, name)
-        assert _mount(ctr, "repos") == {"name": "repos", "mountPath": repo_dir, "readOnly": True}
-        assert _mount(ctr, "certs") == {"name": "certs", "mountPath": cert_dir, "readOnly": True}
+        assert _mount(ctr, "repos") == {"name": "repos", "mountPath": f"{repo_dir}/custom.repo", "readOnly": True,
+                                        "subPath": "custom.repo"}
+        assert _mount(ctr, "certs") == {"name": "certs", "mountPath": f"{cert_dir}/ca.crt", "readOnly": True,
+                                        "subPath": "ca.crt"}
 
 
 def test_repo_config_on_an_unmapped_os_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as error:
-        render_operand(driver.render, _doc({"repoConfig": {"configMapName": "repos"}},
-                                           systems=[{"id": "azurelinux", "versionId": "3.0"}]))
+        render_operand(driver.render, {**_doc({"repoConfig": {"configMapName": "repos"}},
+                                              systems=[{"id": "azurelinux", "versionId": "3.0"}]),
+                                       "configs": {"driverRepoConfig": ["custom.repo"]}})
     assert [(p.path, p.message.split(" (")[0]) for p in error.value.problems] == [
         ("operator.driver.repoConfig.configMapName", "not supported on azurelinux")
     ]
@@ -489,6 +493,7 @@ def test_precompiled_daemonset_per_kernel() -> None:
     daemonsets = _daemonsets(_doc({"usePrecompiled": True}, systems=systems))
     assert [ds["metadata"]["name"] for ds in daemonsets] == [
         "nvidia-driver-daemonset-5.15.0-1074-azure-ubuntu22.04", "nvidia-driver-daemonset-6.8.0-1021-azure-ubuntu22.04",
+        "nvidia-driver-daemonset",  # unlisted kernels compile (cluster.unlistedKernels), see test_driver_pools
     ]
     ds = daemonsets[0]
     assert ds["metadata"]["labels"]["nvidia.com/precompiled"] == "true"
@@ -506,7 +511,9 @@ def test_precompiled_skips_package_configuration() -> None:
     systems = [{"id": "rhel", "versionId": "9.4", "kernelVersions": ["5.14.0-427.13.1.el9_4.x86_64"]}]
     spec = {"usePrecompiled": True, "repoConfig": {"configMapName": "repos"}, "secretEnv": "creds",
             "kernelModuleConfig": {"name": "params"}}
-    ds = _ds(_doc(spec, systems=systems))
+    document = _doc(spec, systems=systems)
+    document["cluster"]["unlistedKernels"] = "none"
+    ds = _ds(document)
     assert ds["metadata"]["name"] == "nvidia-driver-daemonset-5.14.0-427.13.1.el9.4-rhel9"
     ctr = container(ds, "nvidia-driver-ctr")
     assert ctr["image"] == "nvcr.io/nvidia/driver:595.91.07-5.14.0-427.13.1.el9_4.x86_64-rhel9"
