@@ -360,7 +360,9 @@ def test_configmap_data_set_by_the_user_still_mounts_the_token() -> None:
     ({"interval": "30s"}, {"interval": "30s", "scrapeTimeout": "10s", "honorLabels": False}),
     ({"honorLabels": True, "scrapeTimeout": "5s"}, {"interval": "15s", "scrapeTimeout": "5s", "honorLabels": True}),
 ])
-def test_service_monitor_block_is_merged_over_the_chart_defaults(block: dict[str, Any], endpoint: dict[str, Any]) -> None:
+def test_service_monitor_block_is_merged_over_the_chart_defaults(
+    block: dict[str, Any], endpoint: dict[str, Any]
+) -> None:
     """NVIDIA's chart (deployments/gpu-operator/values.yaml) gives `dcgmExporter.serviceMonitor` interval 15s,
     scrapeTimeout 10s and honorLabels false, and Helm merges a user's block over them; the ServiceMonitor
     (assets/state-dcgm-exporter/0500_service_monitor.yaml, `TransformDCGMExporterServiceMonitor`) carries them."""

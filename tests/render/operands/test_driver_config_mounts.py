@@ -14,7 +14,10 @@ from tests.render.operands.helpers import assert_valid, container, find, pod_of,
 UBUNTU = {"id": "ubuntu", "versionId": "22.04"}
 RHEL = {"id": "rhel", "versionId": "9.4"}
 SLES = {"id": "sles", "versionId": "15.6"}
-REPOS = {"nvidia.list": "deb https://mirror.example/nvidia /\n", "base.list": "deb https://mirror.example/ubuntu jammy main\n"}
+REPOS = {
+    "nvidia.list": "deb https://mirror.example/nvidia /\n",
+    "base.list": "deb https://mirror.example/ubuntu jammy main\n",
+}
 
 
 def _render(driver_spec: dict[str, Any], configs: dict[str, Any] | None = None, **cluster: Any) -> list[dict[str, Any]]:
@@ -42,14 +45,14 @@ def test_each_repo_and_cert_key_is_its_own_file_beside_the_images_files() -> Non
     )
     ds = find(objects, "DaemonSet")
     volumes = {v["name"]: v for v in pod_of(ds)["volumes"]}
-    assert volumes["repos"]["configMap"] == {
-        "name": "repos", "items": [{"key": "base.list", "path": "base.list"}, {"key": "nvidia.list", "path": "nvidia.list"}],
-    }
+    items = [{"key": "base.list", "path": "base.list"}, {"key": "nvidia.list", "path": "nvidia.list"}]
+    assert volumes["repos"]["configMap"] == {"name": "repos", "items": items}
     assert volumes["certs"]["configMap"] == {"name": "certs", "items": [{"key": "corp-ca.crt", "path": "corp-ca.crt"}]}
     for name in ("nvidia-driver-ctr", "nvidia-gdrcopy-ctr"):
         ctr = container(ds, name)
         assert _mounts_of(ctr, "repos") == [
-            {"name": "repos", "mountPath": "/etc/apt/sources.list.d/base.list", "readOnly": True, "subPath": "base.list"},
+            {"name": "repos", "mountPath": "/etc/apt/sources.list.d/base.list", "readOnly": True,
+             "subPath": "base.list"},
             {"name": "repos", "mountPath": "/etc/apt/sources.list.d/nvidia.list", "readOnly": True,
              "subPath": "nvidia.list"},
         ]
@@ -72,7 +75,8 @@ def test_files_given_create_the_configmap_and_key_lists_refer_to_an_existing_one
 
 
 @pytest.mark.parametrize(("spec", "path", "section"), [
-    ({"repoConfig": {"configMapName": "repos"}}, "operator.driver.repoConfig.configMapName", "configs.driverRepoConfig"),
+    ({"repoConfig": {"configMapName": "repos"}}, "operator.driver.repoConfig.configMapName",
+     "configs.driverRepoConfig"),
     ({"certConfig": {"name": "certs"}}, "operator.driver.certConfig.name", "configs.driverCertConfig"),
 ])
 def test_a_configmap_whose_keys_are_unknown_is_refused(spec: dict[str, Any], path: str, section: str) -> None:
@@ -92,7 +96,9 @@ def test_a_configmap_whose_keys_are_unknown_is_refused(spec: dict[str, Any], pat
     ({"driverRepoConfig": ["a.list", "a.list"]}, "configs.driverRepoConfig", "listed twice"),
     ({"driverRepoConfig": {}}, "configs.driverRepoConfig", "lists no file"),
 ])
-def test_driver_files_without_their_configmap_or_with_bad_keys(configs: dict[str, Any], path: str, message: str) -> None:
+def test_driver_files_without_their_configmap_or_with_bad_keys(
+    configs: dict[str, Any], path: str, message: str
+) -> None:
     with pytest.raises(ConfigError) as error:
         _render({}, configs)
     [problem] = error.value.problems
@@ -101,7 +107,9 @@ def test_driver_files_without_their_configmap_or_with_bad_keys(configs: dict[str
 
 def test_files_nothing_mounts_are_refused() -> None:
     document = {
-        "cluster": {"operatingSystems": [{**UBUNTU, "kernelVersions": ["5.15.0-1074-azure"]}], "unlistedKernels": "none"},
+        "cluster": {
+            "operatingSystems": [{**UBUNTU, "kernelVersions": ["5.15.0-1074-azure"]}], "unlistedKernels": "none",
+        },
         "operator": {"driver": {"usePrecompiled": True, "repoConfig": {"configMapName": "repos"}}},
         "configs": {"driverRepoConfig": REPOS},
     }

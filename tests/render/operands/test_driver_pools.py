@@ -59,7 +59,9 @@ def test_unlisted_kernels_get_the_compiling_driver_by_default() -> None:
 
 def test_each_os_gets_its_compiling_pool_off_its_own_kernels() -> None:
     daemonsets = _daemonsets([UBUNTU, RHEL])
-    fallbacks = {ds["metadata"]["name"]: ds for ds in daemonsets if ds["metadata"]["labels"]["nvidia.com/precompiled"] == "false"}
+    fallbacks = {
+        ds["metadata"]["name"]: ds for ds in daemonsets if ds["metadata"]["labels"]["nvidia.com/precompiled"] == "false"
+    }
     assert list(fallbacks) == ["nvidia-driver-daemonset-ubuntu22.04", "nvidia-driver-daemonset-rhel9"]
     rhel = fallbacks["nvidia-driver-daemonset-rhel9"]
     assert pod_of(rhel)["nodeSelector"] == {
