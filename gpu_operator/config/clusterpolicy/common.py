@@ -45,7 +45,9 @@ _BARE_DIGEST = re.compile(r"^@?(sha256[:@])?[0-9a-fA-F]{64}$")
 def check_image_version(version: str) -> str:
     """Reject a version that is neither a tag nor a `sha256:` digest; return it unchanged otherwise."""
     if not version.startswith("sha256:") and _BARE_DIGEST.match(version):
-        raise ValueError(f"{version!r} looks like a digest without the 'sha256:' prefix; write 'sha256:<64 hex digits>'")
+        raise ValueError(
+            f"{version!r} looks like a digest without the 'sha256:' prefix; write 'sha256:<64 hex digits>'"
+        )
     if version:
         check_tag_or_digest(version)
     return version

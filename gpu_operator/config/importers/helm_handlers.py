@@ -218,7 +218,10 @@ DCGM_EXPORTER_CONFIG = Handle(
 NRI_PLUGIN = Handle(_nri_plugin, (("operator.cdi.nriPluginEnabled", "cdi.nriPluginEnabled"),))
 DEFAULT_RUNTIME = Handle(
     _default_runtime,
-    (("cluster.containerRuntime", "operator.defaultRuntime"), ("operator.operator.defaultRuntime", "operator.defaultRuntime")),
+    (
+        ("cluster.containerRuntime", "operator.defaultRuntime"),
+        ("operator.operator.defaultRuntime", "operator.defaultRuntime"),
+    ),
     note=_default_runtime_note,
 )
 SERVICE_MONITOR = Handle(

@@ -195,7 +195,9 @@ _CLUSTER_WIDE: dict[str, Rule] = {
     "psa.enabled": Copy("operator.psa.enabled", "always"),
     "psp": Ignore("PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it"),
     "cdi.enabled": Copy("operator.cdi.enabled", "always"),
-    "cdi.default": Ignore("deprecated in the ClusterPolicy CRD: cdi.enabled alone makes CDI the way GPUs reach containers"),
+    "cdi.default": Ignore(
+        "deprecated in the ClusterPolicy CRD: cdi.enabled alone makes CDI the way GPUs reach containers"
+    ),
     "cdi.nriPluginEnabled": NRI_PLUGIN,
     "sandboxWorkloads.enabled": Copy("operator.sandboxWorkloads.enabled", "always"),
     "sandboxWorkloads.defaultWorkload": Copy("operator.sandboxWorkloads.defaultWorkload"),

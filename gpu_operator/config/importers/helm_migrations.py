@@ -38,7 +38,8 @@ _PER_OPERAND: dict[str, str] = {
                     "(nvidia.com/gpu.present=true); keep one off a node with the label "
                     "nvidia.com/gpu.deploy.<operand>=false",
     "affinity": "per-operand affinity was removed from the chart in v1.8: operands run on GPU nodes "
-                "(nvidia.com/gpu.present=true); keep one off a node with the label nvidia.com/gpu.deploy.<operand>=false",
+                "(nvidia.com/gpu.present=true); keep one off a node with the label "
+                "nvidia.com/gpu.deploy.<operand>=false",
     "priorityClassName": "moved to daemonsets.priorityClassName in v1.8 (one priority class for every operand)",
     "podSecurityContext": "moved to daemonsets.podSecurityContext in v1.8 (one pod security context for every "
                           "operand)",

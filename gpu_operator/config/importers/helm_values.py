@@ -115,6 +115,14 @@ def _unknown_key(key: str) -> str:
     return "unknown key: the GPU Operator v26.7.0 chart has no such value (check the spelling)"
 
 
+def _with_hint(problem: Problem) -> Problem:
+    """A key inside a copied block that an older chart had: say where it went rather than "check the spelling"."""
+    hint = removed_key_hint(problem.path)
+    if hint is None or not problem.message.startswith("unknown key"):
+        return problem
+    return Problem(problem.path, _unknown_key(problem.path))
+
+
 def _deduplicate(problems: list[Problem]) -> list[Problem]:
     return list(dict.fromkeys(problems))
 
@@ -135,7 +143,7 @@ def import_helm_values(values: Mapping[str, Any], namespace: str = "gpu-operator
     try:
         parse_config(t.document, source=SOURCE)
     except ConfigError as error:
-        problems += rename_problems(error.problems, HELM_RENAMES)
+        problems += [_with_hint(p) for p in rename_problems(error.problems, HELM_RENAMES)]
     if problems:
         raise ConfigError(_deduplicate(problems), SOURCE)
     return t.document

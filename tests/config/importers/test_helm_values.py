@@ -62,7 +62,8 @@ def test_v25_values_carry_their_versions() -> None:
     config = imported(values)
     spec = config.operator.to_document()
     sections = [s for s, block in values.items()
-                if isinstance(block, dict) and "version" in block and s in spec and s not in ignored_helm_values(values)]
+                if isinstance(block, dict) and "version" in block and s in spec
+                and s not in ignored_helm_values(values)]
     assert len(sections) >= 14
     for section in sections:
         assert spec[section]["version"] == str(values[section]["version"]), section
