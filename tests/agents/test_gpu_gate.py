@@ -1,5 +1,7 @@
 """The `gpu` marker's switch, run for real: pytest in a subprocess on a tiny test file, on a machine that the
-hooks are told has, or has not, a GPU (so the outcome does not depend on the machine running this suite).
+hooks are told has, or has not, a GPU (so those outcomes do not depend on the machine running this suite); and
+`GPU_REQUIRED=1 pytest -m gpu` on the suite's own real-NVML tests, which must fail here exactly when this machine
+shows no GPU.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+
+from tests.agents.gpu_machine import find_gpu_evidence
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,3 +174,25 @@ def test_a_gpu_required_value_that_means_neither_stops_the_run(tmp_path: Path) -
     run = _run(tmp_path, gpu=True, required="maybe")
     assert run.returncode == 4, run.output
     assert "GPU_REQUIRED='maybe' is neither on nor off" in run.output
+
+
+def test_gpu_required_on_this_machine_runs_the_real_nvml_tests_or_fails() -> None:
+    """The real thing: `GPU_REQUIRED=1 pytest -m gpu` on the suite's own real-NVML tests, on this machine."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GPU_REQUIRED", "PYTEST_ADDOPTS")}
+    env["GPU_REQUIRED"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "gpu", "tests/agents/test_gpu_nvml.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert "skipped" not in output.splitlines()[-1], output
+    if find_gpu_evidence().present:
+        assert result.returncode == 0, output
+    else:
+        assert result.returncode == 1, output
+        assert "GPU_REQUIRED=1 but this machine has no NVIDIA GPU" in output
