@@ -112,3 +112,19 @@ def test_count_without_autoscale_limits(count: int, accepted: bool) -> None:
         assert parsed(count=count).pools[0].initial_count == count
     else:
         assert "pools[0].count" in problems(count=count)
+
+
+def _system_pool(name: str) -> dict[str, Any]:
+    return {"aks": {**AKS, "create": True, "location": "westeurope", "systemPool": {"name": name}}}
+
+
+def test_the_system_pool_name_follows_the_same_rule_at_12_and_13_characters() -> None:
+    aks = parse_config(_system_pool("systempool12")).aks
+    assert aks is not None and aks.system_pool.name == "systempool12"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(_system_pool("systempool123"))
+    assert {p.path: p.message for p in caught.value.problems} == {
+        "aks.systemPool.name": (
+            "'systempool123' is not an AKS pool name: 1 to 12 lower-case letters and digits, starting with a letter"
+        )
+    }
