@@ -6,10 +6,17 @@ Stack config (stacks/Pulumi.<env>.yaml):
       gpu-operator:config: {...}               # the config document (see README)
       gpu-operator:subscriptionId: <id>        # optional: the Azure subscription (default: the environment's)
       gpu-operator:kubeconfig: {secure: ...}   # only without an `aks` section: the target cluster's kubeconfig
+      gpu-operator:adoptExistingObjects: true  # optional, once: take over objects of an existing `helm install`
 
 With an `aks` section the program builds a `GpuCluster` (the AKS cluster, its GPU pools, then the operator) with
 an explicit Azure provider whose credentials come from the environment (`az login`, `ARM_*` variables or OIDC).
 Without one, it installs the operator's operands on the cluster the `kubeconfig` secret points at.
+
+Both ways export the same outputs, so a consumer stack does not break when this stack gains or loses `aks`:
+`kubeconfig` (the cluster's user credential, secret; null without `aks`: this stack then never held one it may
+hand on), `resourceGroupName` and `clusterName` (null without `aks`), `namespace`, `runtimeClassName`,
+`gpuResourceNames`, `gpuNodeLabels` (the labels GPU nodes carry for the operands), and per pool `poolNames`,
+`nodeSelectorLabels` and `tolerations` (empty without pools).
 """
 
 from __future__ import annotations
@@ -24,22 +31,39 @@ from gpu_operator.config import parse_config
 settings = pulumi.Config("gpu-operator")
 document = parse_config(settings.get_object("config") or {}, source="gpu-operator:config")
 
+adopt = settings.get_bool("adoptExistingObjects") or False
+
 if document.aks is None:
-    provider = k8s.Provider("cluster", kubeconfig=settings.require_secret("kubeconfig"))
+    provider = k8s.Provider(
+        "cluster", kubeconfig=settings.require_secret("kubeconfig"), upsert_existing_objects=adopt or None
+    )
     operator = GpuOperator("gpu", {"provider": provider, "config": document})
-    pulumi.export("namespace", operator.namespace)
-    pulumi.export("gpuResourceNames", operator.gpu_resource_names)
-    pulumi.export("nodeSelectorLabels", operator.node_selector_labels)
-    pulumi.export("runtimeClassName", operator.runtime_class_name)
+    outputs: dict[str, object] = {
+        "kubeconfig": None,
+        "resourceGroupName": None,
+        "clusterName": None,
+        "gpuResourceNames": operator.gpu_resource_names,
+        "poolNames": [],
+        "nodeSelectorLabels": {},
+        "tolerations": {},
+    }
 else:
     azure = azure_native.Provider("azure", subscription_id=settings.get("subscriptionId"))
-    cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure})
-    pulumi.export("kubeconfig", cluster.kubeconfig)
-    pulumi.export("resourceGroupName", cluster.resource_group_name)
-    pulumi.export("clusterName", cluster.cluster_name)
-    pulumi.export("poolNames", cluster.pool_names)
-    pulumi.export("gpuResourceNames", cluster.gpu_resource_names)
-    pulumi.export("nodeSelectorLabels", cluster.node_selector_labels)
-    pulumi.export("tolerations", cluster.tolerations)
-    pulumi.export("namespace", cluster.operator.namespace)
-    pulumi.export("runtimeClassName", cluster.operator.runtime_class_name)
+    cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure, "adopt_existing_objects": adopt})
+    operator = cluster.operator
+    outputs = {
+        "kubeconfig": cluster.kubeconfig,
+        "resourceGroupName": cluster.resource_group_name,
+        "clusterName": cluster.cluster_name,
+        "gpuResourceNames": cluster.gpu_resource_names,
+        "poolNames": cluster.pool_names,
+        "nodeSelectorLabels": cluster.node_selector_labels,
+        "tolerations": cluster.tolerations,
+    }
+outputs.update(
+    namespace=operator.namespace,
+    runtimeClassName=operator.runtime_class_name,
+    gpuNodeLabels=operator.node_selector_labels,
+)
+for key, value in outputs.items():
+    pulumi.export(key, value)

@@ -1,8 +1,10 @@
 """A consumer of pulumi-gpu-operator: one MIG-partitioned A100 pool and the GPU operator on an existing cluster.
 
 Instead of the all-in-one `GpuCluster`, the components are used one by one, as a team that already manages its
-cluster elsewhere would: `AksCluster` references the cluster and reads its admin kubeconfig, `GpuNodePool` adds
-the pool, and `GpuOperator` installs the operands once the pool exists. The ordering rides on the Kubernetes
+cluster elsewhere would: `AksCluster` references the cluster and reads its credentials (`credentials: exec`:
+kubelogin signs in with this program's Entra ID identity, which works with local accounts disabled),
+`GpuNodePool` adds the pool (protected, its count left to the autoscaler), and `GpuOperator` installs the
+operands once the pool exists. The ordering rides on the Kubernetes
 provider: it depends on the pool, so every object created with it waits for the pool (a component's
 `depends_on` would not reach the operator's objects). One validated config document drives all of it, so the
 operands tolerate the pool's taint and the pool's node labels match the operands.
@@ -17,6 +19,7 @@ import pulumi
 import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
 from gpu_operator.components import AksCluster, GpuNodePool, GpuOperator
+from gpu_operator.components.aks_cluster import cluster_identifier
 
 from gpu_operator.config import parse_config
 
@@ -27,6 +30,7 @@ document = parse_config(
             "resourceGroup": settings.require("resourceGroup"),
             "clusterName": settings.require("clusterName"),
             "kubernetesVersion": settings.require("kubernetesVersion"),
+            "credentials": "exec",
         },
         "pools": [
             {
@@ -55,7 +59,12 @@ pool = GpuNodePool(
         "azure_provider": azure,
     },
 )
-kubernetes = k8s.Provider("shared", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=[pool]))
+kubernetes = k8s.Provider(
+    "shared",
+    kubeconfig=cluster.provider_kubeconfig,
+    cluster_identifier=cluster_identifier(document.aks),  # a new credential updates the provider, never replaces it
+    opts=pulumi.ResourceOptions(depends_on=[pool]),
+)
 operator = GpuOperator("gpu", {"provider": kubernetes, "config": document})
 
 pulumi.export("poolName", pool.pool_name)

@@ -50,3 +50,16 @@ def test_outputs(run: StackRun) -> None:
         "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
         "gpuResourceNames": ["nvidia.com/gpu"],
     }
+
+
+def test_the_pool_is_protected_and_its_autoscaled_count_left_alone(run: StackRun) -> None:
+    [pool] = run.recording.of_type("azure-native:containerservice:AgentPool")
+    assert pool.protect
+    assert pool.ignore_changes == ("count",)
+
+
+def test_the_provider_signs_in_with_entra_id_never_the_admin_account(run: StackRun) -> None:
+    [provider] = run.recording.of_type("pulumi:providers:kubernetes")
+    kubeconfig = provider.inputs["kubeconfig"]["value"]
+    assert "clusterAdmin" not in kubeconfig and "--login" in kubeconfig and "azurecli" in kubeconfig
+    assert provider.inputs["clusterIdentifier"] == "aks:rg-platform-shared/aks-platform-shared"

@@ -5,18 +5,23 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.support.azure_mocks import AzureMocks
+from gpu_operator.render.aks.kubeconfig import with_kubelogin_mode
+
+from tests.support.azure_mocks import EXEC_KUBECONFIG, AzureMocks
 from tests.support.reference import REPO_ROOT
 from tests.support.stack_programs import StackRun, run_program_file, run_stack
 
 EXAMPLE = REPO_ROOT / "examples" / "stack-reference"
+SECRET_SIGNATURE_KEY, SECRET_SIGNATURE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
 
 
 @pytest.fixture(scope="module")
 def run() -> StackRun:
     settings = yaml.safe_load((EXAMPLE / "Pulumi.prod.yaml").read_text())["config"]
-    fleet = run_stack("prod").outputs
-    mocks = AzureMocks(stack_outputs={settings["gpu-workloads:gpuStack"]: fleet})
+    fleet = run_stack("prod")
+    # the engine keeps a secret output secret through a StackReference
+    mocks = AzureMocks(stack_outputs={settings["gpu-workloads:gpuStack"]: fleet.outputs},
+                       secret_outputs=fleet.secret_outputs)
     return run_program_file(EXAMPLE / "__main__.py", EXAMPLE / "Pulumi.prod.yaml", project="gpu-workloads",
                             mocks=mocks)
 
@@ -33,6 +38,10 @@ def test_the_job_lands_on_the_chosen_pool_with_what_the_fleet_exported(run: Stac
 
 def test_the_job_uses_a_provider_from_the_fleets_kubeconfig(run: StackRun) -> None:
     [provider] = run.recording.of_type("pulumi:providers:kubernetes")
-    assert provider.inputs["kubeconfig"].startswith("apiVersion: v1")
+    kubeconfig = provider.inputs["kubeconfig"]
+    assert kubeconfig[SECRET_SIGNATURE_KEY] == SECRET_SIGNATURE  # never plain text in the consumer's state
+    # the fleet's user credential (not its admin account), signing in as `az login` instead of a browser code
+    assert kubeconfig["value"] == with_kubelogin_mode(EXEC_KUBECONFIG, "azurecli")
+    assert "clusterAdmin" not in kubeconfig["value"] and "devicecode" not in kubeconfig["value"]
     [job] = run.recording.of_type("kubernetes:batch/v1:Job")
     assert job.provider.startswith(provider.urn + "::")

@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from gpu_operator.config import parse_config
+from tests.support.azure_mocks import EXEC_KUBECONFIG, AzureMocks
 from tests.support.pulumi_mocks import Recording
 from tests.support.stack_programs import STACKS_DIR, StackRun, run_program_file, run_stack, stack_config, stack_files
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
+#: One output shape, with or without `aks`: a consumer stack must not break when the fleet changes shape.
 OUTPUTS = {"kubeconfig", "resourceGroupName", "clusterName", "poolNames", "gpuResourceNames", "nodeSelectorLabels",
-           "tolerations", "namespace", "runtimeClassName"}
+           "tolerations", "namespace", "runtimeClassName", "gpuNodeLabels"}
 
 
 @pytest.fixture(scope="module", params=sorted(stack_files()))
@@ -37,8 +39,25 @@ def test_each_stack_file_is_a_valid_config_document() -> None:
 def test_every_stack_runs_and_exports_the_outputs(stack: tuple[str, StackRun]) -> None:
     _, run = stack
     assert set(run.outputs) == OUTPUTS
-    assert run.outputs["kubeconfig"].startswith("apiVersion: v1")
+    # the user credential, kept secret: never the cluster-admin account
+    assert run.outputs["kubeconfig"] == EXEC_KUBECONFIG
+    assert run.secret_outputs == {"kubeconfig"}
     assert set(run.outputs["nodeSelectorLabels"]) == set(run.outputs["poolNames"]) == set(pools(run.recording))
+    assert set(run.outputs["tolerations"]) == set(run.outputs["poolNames"])
+    assert run.outputs["gpuNodeLabels"]["nvidia.com/gpu.present"] == "true"
+
+
+def test_every_stack_previews_with_the_same_output_names(stack: tuple[str, StackRun]) -> None:
+    env, _ = stack
+    preview = run_program_file(STACKS_DIR / "__main__.py", stack_files()[env], project="gpu-operator",
+                               mocks=AzureMocks(preview=True))
+    assert set(preview.outputs) | preview.unknown_outputs == OUTPUTS
+    document = json.loads(stack_config(stack_files()[env])["gpu-operator:config"])
+    if document["aks"].get("create"):
+        # a cluster that does not exist yet has no credentials to look up
+        assert {"kubeconfig", "clusterName", "poolNames"} <= preview.unknown_outputs
+    else:
+        assert preview.outputs["kubeconfig"] == EXEC_KUBECONFIG and "kubeconfig" in preview.secret_outputs
 
 
 def test_every_resource_has_an_explicit_provider(stack: tuple[str, StackRun]) -> None:
@@ -85,7 +104,26 @@ def test_without_an_aks_section_the_program_installs_the_operator_on_a_kubeconfi
         "    operator: {mig: {strategy: mixed}}\n"
     )
     run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
-    assert set(run.outputs) == {"namespace", "gpuResourceNames", "nodeSelectorLabels", "runtimeClassName"}
+    assert set(run.outputs) == OUTPUTS
+    assert {key: run.outputs[key] for key in ("kubeconfig", "resourceGroupName", "clusterName", "poolNames",
+                                              "nodeSelectorLabels", "tolerations")} == {
+        "kubeconfig": None, "resourceGroupName": None, "clusterName": None, "poolNames": [],
+        "nodeSelectorLabels": {}, "tolerations": {},
+    }
+    assert run.outputs["gpuNodeLabels"]["nvidia.com/gpu.deploy.driver"] == "true"
     assert run.recording.of_type("azure-native:") == []
     assert [r.name for r in run.recording.of_type("pulumi:providers:")] == ["cluster"]
     assert run.recording.named("gpu").type == "gpu-operator:index:GpuOperator"
+
+
+def test_adopting_existing_objects_is_a_stack_setting(tmp_path: Any) -> None:
+    stack_file = tmp_path / "Pulumi.adopt.yaml"
+    stack_file.write_text(
+        "config:\n"
+        "  gpu-operator:kubeconfig: apiVersion-v1-kubeconfig\n"
+        "  gpu-operator:adoptExistingObjects: 'true'\n"
+        "  gpu-operator:config: {}\n"
+    )
+    run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
+    [provider] = run.recording.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["upsertExistingObjects"] == "true"

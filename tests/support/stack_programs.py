@@ -1,8 +1,8 @@
 """Running whole Pulumi programs (a `__main__.py` and a `Pulumi.<stack>.yaml`) under mocks.
 
 `run_program_file(program, stack_file)` executes the program as the Pulumi Python host would, with the stack
-file's config (object values JSON-encoded, as the engine passes them), and returns what it registered and the
-stack outputs it exported. `resource_list(recording)` is the golden form: type, name, parent type and the inputs
+file's config (object values JSON-encoded, as the engine passes them), and returns what it registered, the
+stack outputs it exported, which of them are secret and which are unknown (in preview). `resource_list(recording)` is the golden form: type, name, parent type and the inputs
 that matter, for every registration.
 """
 
@@ -31,6 +31,8 @@ STACKS_DIR = REPO_ROOT / "stacks"
 class StackRun:
     recording: Recording
     outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+    unknown_outputs: set[str] = field(default_factory=set)
 
 
 def stack_files(directory: Path = STACKS_DIR) -> dict[str, Path]:
@@ -53,7 +55,18 @@ def run_program_file(program: Path, stack_file: Path, *, project: str, mocks: Az
         root.outputs.clear()  # type: ignore[union-attr]
         runpy.run_path(str(program), run_name="__main__")
         exported = dict(root.outputs)  # type: ignore[union-attr]
-        return pulumi.Output.all(**exported).apply(run.outputs.update) if exported else None
+
+        async def collect() -> None:
+            for key, value in exported.items():
+                output = pulumi.Output.from_input(value)
+                if not await output.is_known():
+                    run.unknown_outputs.add(key)
+                    continue
+                run.outputs[key] = await output.future()
+                if await output.is_secret():
+                    run.secret_outputs.add(key)
+
+        return pulumi.Output.from_input(collect())
 
     run_azure_program(execute, project=project, stack=stack_file.name.split(".")[1],
                       config=stack_config(stack_file), recording=run.recording, mocks=mocks)
