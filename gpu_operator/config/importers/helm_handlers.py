@@ -15,6 +15,10 @@
   `cluster.prometheusOperator`; a block that is the chart's own is not written at all. A block the user shaped
   (labels, interval, relabelings) and left enabled was written for their Prometheus Operator, so it also sets
   `cluster.prometheusOperator: true` (visible in the document; set it false where the CRDs are absent).
+* `node-feature-discovery` and `global` — the subchart's values, and the globals Helm passes to every subchart:
+  both are merged into the NFD chart's values (`nfd.values`, whose default is what NVIDIA's chart gives it). The
+  NFD chart reads `global.imagePullSecrets`; the GPU Operator chart itself reads no global value, so the rest of
+  `global:` has no effect (a note says so, and that a parent chart's values need their `gpu-operator:` subtree).
 * `migManager.config.name: default-mig-parted-config` — the v23.x/v24.3 charts' default, naming the ConfigMap the
   operator creates itself; the MIG manager operand here creates that ConfigMap, so the name means "the default".
 """
@@ -27,11 +31,11 @@ from collections.abc import Mapping
 import yaml
 
 from gpu_operator.config.importers.helm_rules import Handle, Translation
-from gpu_operator.config.importers.paths import described, is_empty, merge_over
+from gpu_operator.config.importers.paths import described, get_path, is_empty, merge_over
 
 __all__ = [
     "DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN", "DEFAULT_RUNTIME",
-    "SERVICE_MONITOR",
+    "SERVICE_MONITOR", "NFD_VALUES", "GLOBAL_VALUES",
 ]
 
 #: the only key of the MIG ConfigMap that mig-manager reads
@@ -191,6 +195,37 @@ def _service_monitor(t: Translation, path: str, value: Any) -> None:
         t.write("cluster.prometheusOperator", True)
 
 
+#: the only global value a chart here reads (the NFD subchart's pull secrets)
+_READ_GLOBALS = ("imagePullSecrets",)
+
+
+def _merge_nfd_values(t: Translation, values: Any) -> None:
+    """Merge into the NFD chart's values written so far (the chart default before the first write)."""
+    current = get_path(t.document, "nfd.values")
+    base = current if isinstance(current, Mapping) else get_path(t.defaults, "nfd.values")
+    t.write("nfd.values", merge_over(base, values))
+
+
+def _nfd_values(t: Translation, path: str, value: Any) -> None:
+    if not is_empty(value) and _is_block(t, path, value):
+        _merge_nfd_values(t, value)
+
+
+def _global_values(t: Translation, path: str, value: Any) -> None:
+    if not is_empty(value) and _is_block(t, path, value):
+        _merge_nfd_values(t, {"global": value})
+
+
+def _global_note(value: Any) -> str | None:
+    unread = sorted(str(key) for key in value if key not in _READ_GLOBALS) if isinstance(value, Mapping) else []
+    if not unread:
+        return None
+    return (
+        f"no chart here reads global.{', global.'.join(unread)} (the NFD chart reads only global.imagePullSecrets); "
+        "if these are a parent chart's values, import its gpu-operator: subtree alone"
+    )
+
+
 def _is_block(t: Translation, path: str, value: Any) -> bool:
     if value is None:
         return False
@@ -227,3 +262,5 @@ DEFAULT_RUNTIME = Handle(
 SERVICE_MONITOR = Handle(
     _service_monitor, (("operator.dcgmExporter.serviceMonitor", "dcgmExporter.serviceMonitor"),)
 )
+NFD_VALUES = Handle(_nfd_values, (("nfd.values", "node-feature-discovery"),))
+GLOBAL_VALUES = Handle(_global_values, (("nfd.values.global", "global"),), note=_global_note)

@@ -48,7 +48,9 @@ from gpu_operator.config.importers.helm_handlers import (
     DCGM_EXPORTER_CONFIG,
     DEFAULT_RUNTIME,
     DEVICE_PLUGIN_CONFIG,
+    GLOBAL_VALUES,
     MIG_MANAGER_CONFIG,
+    NFD_VALUES,
     NRI_PLUGIN,
     SERVICE_MONITOR,
 )
@@ -244,7 +246,8 @@ _CLUSTER_WIDE: dict[str, Rule] = {
         is_empty, "extra manifests templated by Helm are not rendered; declare them as resources in your Pulumi "
         "program, and remove them here",
     ),
-    "node-feature-discovery": Copy("nfd.values", "set"),
+    "node-feature-discovery": NFD_VALUES,
+    "global": GLOBAL_VALUES,
     "nameOverride": Ignore("names the chart's own objects"),
     "fullnameOverride": Ignore("names the chart's own objects"),
 }

@@ -13,7 +13,8 @@ v26.7.0:
   was dropped (the driver container knows where its package manager looks).
 
 A values file for a parent chart that has the GPU Operator as a dependency nests its values under `gpu-operator:`
-and may hold a `global:` section shared by all subcharts; the subtree is what this importer reads.
+(its `global:` section, shared by all subcharts, is read for what the NFD subchart takes from it); the subtree
+is what this importer reads.
 """
 
 from __future__ import annotations
@@ -82,10 +83,5 @@ def umbrella_hint(key: str) -> str | None:
         return (
             "these are a parent chart's values: import the gpu-operator subtree alone (for example "
             "`yq '.\"gpu-operator\"' values.yaml > gpu-operator-values.yaml`)"
-        )
-    if key == "global":
-        return (
-            "global: is a parent chart's section, shared with its subcharts; import the gpu-operator subtree alone, "
-            "and set there what global: gave it (for example image pull secrets)"
         )
     return None

@@ -97,6 +97,7 @@ VALUES: dict[str, Any] = {
     "mig.strategy": "mixed",
     "migManager.config": {"name": "custom-mig-config"},
     "migManager.gpuClientsConfig": {"name": "gpu-clients"},
+    "global": {"imagePullSecrets": [{"name": "regcred"}]},
     "node-feature-discovery": {"worker": {"config": {"sources": {"pci": {"deviceLabelFields": ["vendor", "class"]}}}}},
     "operator.defaultRuntime": "crio",
     "operator.runtimeClass": "nvidia-custom",

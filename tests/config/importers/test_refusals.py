@@ -2,8 +2,9 @@
 
 Refused: unrendered template syntax, image references no registry can parse, node OSes no driver image exists
 for, a `defaultRuntime` that contradicts the rendered runtime, keys older charts had (with where they went), an
-umbrella chart's values. Accepted: a mirrored repository on a disabled operand, `null` where Kubernetes accepts
-it. No message names a Python type.
+umbrella chart's values (a `gpu-operator:` subtree). Accepted: a mirrored repository on a disabled operand, `null`
+where Kubernetes accepts it, `global:` (it reaches the NFD subchart, as Helm passes it). No message names a Python
+type.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from gpu_operator.config import ConfigError, parse_config
-from gpu_operator.config.importers import import_clusterpolicy, import_helm_values
+from gpu_operator.config.importers import ignored_helm_values, import_clusterpolicy, import_helm_values
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
@@ -218,8 +219,19 @@ def test_umbrella_values_get_a_hint_to_pass_the_subtree() -> None:
     found = helm_problems({"gpu-operator": {"driver": {"enabled": False}}, "network-operator": {}, "global": {}})
     assert list(found) == ["gpu-operator"]
     assert "import the gpu-operator subtree alone" in found["gpu-operator"]
-    found = helm_problems({"global": {"imagePullSecrets": ["regcred"]}, "driver": {"enabled": False}})
-    assert "global: is a parent chart's section" in found["global"]
+
+
+def test_global_values_reach_the_nfd_subchart_as_helm_passes_them() -> None:
+    # Helm gives a chart's `global:` to its subcharts; NFD reads global.imagePullSecrets, nothing reads the rest
+    values = {"global": {"imagePullSecrets": [{"name": "regcred"}], "storageClass": "fast"},
+              "node-feature-discovery": {"worker": {"priorityClassName": "gpu-critical"}}}
+    config = parse_config(import_helm_values(values))
+    assert config.nfd.values["global"] == values["global"]
+    assert config.nfd.values["worker"]["priorityClassName"] == "gpu-critical"
+    assert config.nfd.values["master"]["config"]["extraLabelNs"] == ["nvidia.com"]
+    note = ignored_helm_values(values)["global"]
+    assert "global.storageClass" in note and "gpu-operator: subtree" in note
+    assert "global" not in ignored_helm_values({"global": {"imagePullSecrets": [{"name": "regcred"}]}})
 
 
 # --- null, and messages without Python types ------------------------------------------------------------------
