@@ -99,7 +99,7 @@ class AzureMocks(RecordingMocks):
         secret_outputs: Iterable[str] = (),
         preview: bool = False,
         delays: Mapping[str, float] | None = None,
-        registering_polls: int = 1,
+        registering_polls: int = 0,
         feature_state: str | None = None,
     ) -> None:
         self.stack_outputs = dict(stack_outputs or {})

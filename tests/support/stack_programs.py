@@ -105,15 +105,28 @@ def _key_inputs(registration: Registration) -> dict[str, Any]:
     return {}
 
 
+def _options(registration: Registration) -> dict[str, Any]:
+    """The resource options the engine acts on (protect, retainOnDelete, ignoreChanges, hooks), where set."""
+    options = {
+        "protect": registration.protect,
+        "retainOnDelete": registration.retain_on_delete,
+        "ignoreChanges": list(registration.ignore_changes),
+        "hooks": {kind: list(names) for kind, names in registration.hooks.items()},
+    }
+    return {key: value for key, value in options.items() if value}
+
+
 def _type_of(urn: str) -> str:
     return urn.split("::")[2].split("$")[-1] if urn else ""
 
 
 def resource_list(recording: Recording) -> list[dict[str, Any]]:
-    """Every registration as {type, name, parent, inputs}, sorted by name and type (registration order depends
-    on when outputs resolve); providers are listed without their inputs (credentials)."""
+    """Every registration as {type, name, parent, inputs, options}, sorted by name and type (registration order
+    depends on when outputs resolve); providers are listed without their inputs (credentials), options only where
+    set."""
     entries = [
-        {"type": r.type, "name": r.name, "parent": _type_of(r.parent), "inputs": _key_inputs(r)}
+        {"type": r.type, "name": r.name, "parent": _type_of(r.parent), "inputs": _key_inputs(r),
+         **({"options": _options(r)} if _options(r) else {})}
         for r in recording.registrations
     ]
     return sorted(entries, key=lambda entry: (entry["name"], entry["type"]))
