@@ -3,7 +3,9 @@
 * :mod:`~gpu_operator.render.aks.agent_pool`: a GPU pool's agent pool `properties` (and its ARM resource);
 * :mod:`~gpu_operator.render.aks.node_labels`: the labels and taints its nodes carry from creation;
 * :mod:`~gpu_operator.render.aks.managed_cluster`: the cluster, when the stack creates it;
-* :mod:`~gpu_operator.render.aks.documents`: all of them as ARM JSON documents by file name.
+* :mod:`~gpu_operator.render.aks.documents`: all of them as ARM JSON documents by file name;
+* :mod:`~gpu_operator.render.aks.resources`: the extended resources the fleet advertises (MIG profiles of pools);
+* :mod:`~gpu_operator.render.aks.kubeconfig`: decoding AKS credentials, choosing kubelogin's login method.
 """
 
 from gpu_operator.render.aks.agent_pool import (
