@@ -31,7 +31,7 @@ from pulumi_azure_native import containerservice, features
 from gpu_operator.aks.features import INFINIBAND_SUPPORT
 from gpu_operator.components.azure_args import managed_cluster_args
 from gpu_operator.components.component_args import required
-from gpu_operator.components.feature_registration import FeatureWait, wait_until_registered
+from gpu_operator.components.feature_registration import REGISTERED, FeatureWait, wait_until_registered
 from gpu_operator.components.outage_warning import outage_hook
 from gpu_operator.config.aks import AksSpec, parse_aks
 from gpu_operator.render.aks.kubeconfig import decode_kubeconfig, with_kubelogin_mode
@@ -173,4 +173,17 @@ class AksCluster(pulumi.ComponentResource):
             )
             return await result.apply(lambda r: r.properties.state if r.properties else None).future()
 
-        return registration.id.apply(lambda _: wait_until_registered(lookup, feature, wait))
+        async def registered(_: str) -> str:
+            if not pulumi.runtime.is_dry_run():
+                return await wait_until_registered(lookup, feature, wait)
+            # a preview never waits: it says what `pulumi up` will wait for
+            state = await lookup()
+            if state != REGISTERED:
+                pulumi.log.warn(
+                    f"subscription feature {feature} is {state or 'unknown'}: `pulumi up` waits up to "
+                    f"{wait.timeout_seconds / 60:g} minutes for it to be Registered before creating GPU pools",
+                    resource=self,
+                )
+            return state or "unknown"
+
+        return registration.id.apply(registered)

@@ -227,3 +227,19 @@ def test_without_a_provider_the_error_names_the_argument() -> None:
 
     with pytest.raises(ComponentArgsError, match=r"AksCluster\('aks'\): args\['azure_provider'\] is required"):
         run_azure_program(run)
+
+
+def test_a_preview_never_waits_for_the_feature_and_says_what_up_will_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    mocks, outputs = AzureMocks(preview=True, existing=(FEATURE,), feature_state="Pending"), {}
+    aks = {**EXISTING, "registerInfinibandFeature": True}
+    # a zero timeout: were the preview to wait, it would fail at once
+    run_azure_program(program(aks, outputs, feature_wait=FeatureWait(timeout_seconds=0, interval_seconds=0)),
+                      mocks=mocks)
+    assert len(calls(mocks, FEATURE_LOOKUP)) == 1
+    assert outputs["cluster_name"] == "aks-gpu"
+    [warning] = warnings
+    assert warning.startswith("subscription feature Microsoft.ContainerService/AKSInfinibandSupport is Pending: "
+                              "`pulumi up` waits up to ")
+    assert warning.endswith("for it to be Registered before creating GPU pools")

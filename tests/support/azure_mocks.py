@@ -8,7 +8,7 @@ feature registration (`Registering` for the first `registering_polls` lookups, t
 the names in `secret_outputs` kept secret as the engine keeps them.
 
 `AzureMocks(preview=True)` models a preview of a first deployment (new resources have no id and no computed
-outputs) and `delays` makes resources of the given type prefixes slow to create (see `tests.support.pulumi_mocks`).
+outputs; resources of the type prefixes in `existing` are already in the state, so they are known) and `delays` makes resources of the given type prefixes slow to create (see `tests.support.pulumi_mocks`).
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ class AzureMocks(RecordingMocks):
         delays: Mapping[str, float] | None = None,
         registering_polls: int = 0,
         feature_state: str | None = None,
+        existing: Iterable[str] = (),
     ) -> None:
         self.stack_outputs = dict(stack_outputs or {})
         self.secret_outputs = list(secret_outputs)
@@ -108,6 +109,7 @@ class AzureMocks(RecordingMocks):
         self.delays = dict(delays or {})
         self.registering_polls = registering_polls
         self.feature_state = feature_state
+        self.existing = tuple(existing)
         self.calls: list[pulumi.runtime.MockCallArgs] = []
         self._lock = threading.Lock()
 
@@ -139,7 +141,7 @@ class AzureMocks(RecordingMocks):
             if args.typ.startswith(prefix):
                 time.sleep(seconds)
                 break
-        if self.preview and not args.typ.startswith("pulumi:"):
+        if self.preview and not args.typ.startswith(("pulumi:", *self.existing)):
             return "", dict(args.inputs)
         state = dict(args.inputs)
         if args.typ == "azure-native:features:SubscriptionFeatureRegistration":
