@@ -42,6 +42,7 @@ __all__ = [
     "read_yaml_documents",
     "read_yaml_document",
     "parse_yaml_documents",
+    "parse_yaml_value",
 ]
 
 #: Nesting deeper than this is refused (Kubernetes objects inside a values file nest about 12 levels).
@@ -323,4 +324,18 @@ def read_yaml_document(path: Path | str) -> Any:
         raise ConfigError([Problem("", f"holds {len(documents)} YAML documents (separated by '---'); this file "
                                    "must hold one: remove the separators or split it into one file per document")],
                           str(path))
+    return documents[0] if documents else None
+
+
+def parse_yaml_value(text: str) -> Any:
+    """One YAML document held in a config value (a ConfigMap's YAML text), read strictly; None when empty.
+
+    For validators: the problem is raised as a one-line ValueError, which pydantic reports at the value's path.
+    """
+    try:
+        documents = [d for d in parse_yaml_documents(text, "the text") if d is not None]
+    except ConfigError as error:
+        raise ValueError("; ".join(str(problem) for problem in error.problems)) from None
+    if len(documents) > 1:
+        raise ValueError(f"holds {len(documents)} YAML documents (separated by '---'); give one")
     return documents[0] if documents else None

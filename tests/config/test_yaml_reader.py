@@ -15,6 +15,7 @@ from gpu_operator.config.yaml_reader import (
     RefusedYamlError,
     StrictLoader,
     parse_yaml_documents,
+    parse_yaml_value,
     read_text,
     read_yaml_document,
     read_yaml_documents,
@@ -144,3 +145,23 @@ def test_a_byte_order_mark_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "bom.yaml"
     path.write_bytes(b"\xef\xbb\xbfa: 1\n")
     assert read_text(path) == "a: 1\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a: b: c", "not valid YAML: line 1, column 5: mapping values are not allowed here"),
+    ("[" * 3000, "nested deeper than 100 levels"),
+    ("version: v1\nversion: v2\n", "version: duplicate key (lines 1 and 2)"),
+    ("a,b\n\x00", "control character U+0000"),
+    ("a: 1\n---\nb: 2\n", "holds 2 YAML documents"),
+])
+def test_yaml_text_inside_a_value_is_one_line_value_error(text: str, expected: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_yaml_value(text)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+    assert not isinstance(caught.value, ConfigError)
+
+
+def test_yaml_text_inside_a_value_is_read() -> None:
+    assert parse_yaml_value("version: v1\nflags: {migStrategy: none}\n") == {"version": "v1",
+                                                                              "flags": {"migStrategy": "none"}}
+    assert parse_yaml_value("# nothing\n") is None
