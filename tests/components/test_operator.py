@@ -14,6 +14,7 @@ from gpu_operator.components.kubernetes_objects import logical_name
 from gpu_operator.config import ConfigError, load_config, parse_config
 from gpu_operator.render import render_operands
 from tests.support.pulumi_mocks import Recording, run_program
+from tests.support.reference import REPO_ROOT
 
 OPERATOR_TOKEN = "gpu-operator:index:GpuOperator"
 OPERAND_TOKEN = "gpu-operator:index:GpuOperand"
@@ -273,3 +274,12 @@ def test_without_a_provider_the_error_names_the_argument(args: dict[str, Any], m
     with pytest.raises(ComponentArgsError, match=message):
         run_program(lambda: GpuOperator("gpu", args), recording=recording)  # type: ignore[arg-type]
     assert recording.registrations == []
+
+
+def test_the_vgpu_manager_holds_the_driver_of_sandbox_nodes_and_warns_too() -> None:
+    config = load_config(REPO_ROOT / "examples" / "configs" / "sandbox-kubevirt.yaml")
+    recording = run_program(_program(config))
+    hooked = {ds.inputs["metadata"]["name"]: ds.hooks for ds in recording.of_type(DAEMONSET) if ds.hooks}
+    assert {name for name in hooked if name.startswith("nvidia-vgpu-manager-daemonset")}
+    assert all(hooks == {"before_delete": ("gpu-vgpu_manager-gpu-outage-warning",)}
+               for name, hooks in hooked.items() if name.startswith("nvidia-vgpu-manager"))
