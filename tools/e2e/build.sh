@@ -75,6 +75,19 @@ started=$(date +%s)
 
 say() { printf '[e2e-tools %4ds] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 
+# KWOK's stage files (how simulated nodes and pods change state) ship inside the kwok module.
+install_kwok_stages() {
+  [[ -d "$root/kwok-stages" ]] && return 0
+  local kwok_dir
+  kwok_dir="$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  rm -rf "$root/.kwok-stages.partial"
+  mkdir -p "$root/.kwok-stages.partial"
+  cp -r "$kwok_dir/kustomize/stage/." "$root/.kwok-stages.partial/"
+  chmod -R u+w "$root/.kwok-stages.partial"
+  mv "$root/.kwok-stages.partial" "$root/kwok-stages"
+  say "KWOK stage files copied to $root/kwok-stages"
+}
+
 say "cache: $root"
 total=${#TOOLS[@]}
 n=0
@@ -86,24 +99,19 @@ for entry in "${TOOLS[@]}"; do
     continue
   fi
   [[ "$ldflags" == K8S ]] && ldflags="$(k8s_ldflags)"
-  say "($n/$total) $name: downloading modules of $folder"
-  (cd "$here/$folder" && go mod download)
-  say "($n/$total) $name: building $package"
+  # `go build` fetches only the modules whose packages it compiles (`go mod download` would also ask for the
+  # .info of every module in the graph, which the proxy refuses for some pseudo-versions it serves zips of).
+  say "($n/$total) $name: building $package (fetching its modules first if needed)"
   (cd "$here/$folder" && go build -ldflags "-s -w $ldflags" -o "$bin/.$name.partial" "$package")
   mv -f "$bin/.$name.partial" "$bin/$name"
   say "($n/$total) $name: built ($(du -h "$bin/$name" | cut -f1))"
+  [[ "$name" == kwok ]] && install_kwok_stages
 done
+install_kwok_stages
 
-# The Python language host's helper script and KWOK's stage files ship inside modules the builds above downloaded.
+# The Python language host's helper script ships inside the sdk/v3 module the Pulumi build downloaded.
 sdk_dir="$(cd "$here/pulumi" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)"
 install -m 0755 "$sdk_dir/python/cmd/pulumi-language-python-exec" "$bin/pulumi-language-python-exec"
-kwok_dir="$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-rm -rf "$root/.kwok-stages.partial"
-mkdir -p "$root/.kwok-stages.partial"
-cp -r "$kwok_dir/kustomize/stage/." "$root/.kwok-stages.partial/"
-chmod -R u+w "$root/.kwok-stages.partial"
-rm -rf "$root/kwok-stages"
-mv "$root/.kwok-stages.partial" "$root/kwok-stages"
 
 printf 'kubernetes %s\netcd %s\nkwok %s\npulumi %s\npulumi-yaml %s\n' "$K8S_VERSION" "$ETCD_VERSION" \
   "$KWOK_VERSION" "$PULUMI_VERSION" "$PULUMI_YAML_VERSION" > "$root/versions"

@@ -1,0 +1,234 @@
+"""The e2e fleet for real: apply, DaemonSet placement, the agents under their rendered RBAC, then delete.
+
+The fleet config (an ND H100 v5 pool and an ND A100 v4 MIG pool) is rendered and server-side applied for real to
+the control plane, whose simulated nodes carry what the pools give them, beside a CPU node and a GPU node outside
+any pool. The tests then run in this order on the same objects:
+
+1. every DaemonSet's pods land on exactly the nodes its selector picks and whose taints it tolerates;
+2. each agent that calls the API (feature discovery, validator, node status exporter) runs as a local process
+   with a token of the service account its DaemonSet runs as: what it must publish is there, the API server
+   answered none of its requests with 403, and the granted rules it never used are printed;
+3. deleting every object leaves nothing of ours behind and no namespace Terminating (the garbage collector and
+   the namespace controller do their part, as `pulumi destroy` relies on them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import Namespace, Pod
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.render import render
+from tests.e2e.agents import container, daemonset, pod_on_node, rendered_env, run_agent, service_account_token
+from tests.e2e.apply import KindTable, object_id, server_side_apply, wait_established
+from tests.e2e.control_plane import ControlPlane
+from tests.e2e.nodes import BARE_GPU_NODE, CPU_NODE, SimulatedNode
+from tests.e2e.placement import expected_nodes
+from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
+from tests.e2e.scrape import run_exporter_until
+from tests.e2e.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+Object = dict[str, Any]
+#: Simulated GPU per pool (the agents' fake NVML profiles).
+NVML_PROFILES = {"h100": "fake:h100-8x", "a100mig": "fake:a100-8x-mig"}
+
+
+@pytest.fixture(scope="module")
+def deployed(admin: Client, kinds: KindTable, fleet: list[SimulatedNode], fleet_config: GpuStackConfig) -> Iterator[list[Object]]:
+    objects = render(fleet_config)
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn(objects)
+    failures = server_side_apply(admin, objects, table, dry_run=False, field_manager="e2e-fleet")
+    assert not failures, "the API server refused:\n" + "\n".join(map(str, failures))
+    wait_established(admin, [obj["metadata"]["name"] for obj in objects if obj["kind"] == "CustomResourceDefinition"])
+    yield objects
+    _delete_all(admin, objects, table)
+
+
+def _delete_all(admin: Client, objects: list[Object], table: KindTable) -> None:
+    for obj in reversed(objects):
+        try:
+            admin.delete(table.resource(obj), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+        except ApiError as error:
+            if error.status.code not in (404, 409):  # gone, or a namespace already Terminating
+                raise
+
+
+def _list(admin: Client, resource: type, **where: Any) -> list[Any]:
+    """List, retrying while a just-created resource's storage is still initializing (429) - bounded."""
+    result: list[Any] = []
+
+    def listed() -> bool:
+        try:
+            result[:] = list(admin.list(resource, **where))
+        except ApiError as error:
+            if error.status.code != 429:
+                raise
+            return False
+        return True
+
+    wait_until(listed, timeout=30, what=f"the API server to serve {resource.__name__}")
+    return result
+
+
+def _pod_nodes(admin: Client, ds: Object) -> dict[str, str]:
+    """node -> phase of the DaemonSet's pods."""
+    pods = admin.list(Pod, namespace=ds["metadata"]["namespace"])
+    return {
+        pod.spec.nodeName or "": pod.status.phase if pod.status else ""
+        for pod in pods
+        if any(ref.kind == "DaemonSet" and ref.name == ds["metadata"]["name"] for ref in pod.metadata.ownerReferences or [])
+    }
+
+
+def test_daemonset_pods_land_on_exactly_the_selected_and_tolerating_nodes(
+    admin: Client, deployed: list[Object], fleet: list[SimulatedNode]
+) -> None:
+    daemonsets = [obj for obj in deployed if obj["kind"] == "DaemonSet"]
+    expected = {ds["metadata"]["name"]: expected_nodes(ds, fleet) for ds in daemonsets}
+    gpu_pool_nodes = {node.name for node in fleet if node.pool in NVML_PROFILES}
+    assert expected["nvidia-driver-daemonset"] == gpu_pool_nodes, "the driver must run on every pool GPU node"
+
+    def settled() -> bool:
+        return all(
+            set(pods) == expected[ds["metadata"]["name"]] and set(pods.values()) <= {"Running"}
+            for ds in daemonsets
+            for pods in [_pod_nodes(admin, ds)]
+        )
+
+    try:
+        wait_until(settled, timeout=120, what="every DaemonSet's pods to run on the expected nodes")
+    except TimeoutError:
+        actual = {ds["metadata"]["name"]: _pod_nodes(admin, ds) for ds in daemonsets}
+        diff = {name: (sorted(expected[name]), actual[name]) for name in expected if set(actual[name]) != expected[name]}
+        pytest.fail(f"DaemonSet pods (expected nodes, actual node -> phase): {diff}")
+    for ds in daemonsets:
+        placed = set(_pod_nodes(admin, ds))
+        assert CPU_NODE not in placed and BARE_GPU_NODE not in placed, ds["metadata"]["name"]
+    mig_pool = {node.name for node in fleet if node.pool == "a100mig"}
+    assert mig_pool <= set(_pod_nodes(admin, daemonset(deployed, "nvidia-mig-manager")))
+    assert not _pod_nodes(admin, daemonset(deployed, "nvidia-device-plugin-mps-control-daemon"))
+
+
+def _check_rbac(plane: ControlPlane, objects: list[Object], namespace: str, account: str, agent: str) -> None:
+    requests = audited_requests(plane.audit_events(f"system:serviceaccount:{namespace}:{account}"))
+    assert requests, f"{agent} made no API request as {account}"
+    refused = forbidden(requests)
+    assert not refused, f"{agent} lacks rules in the rendered RBAC of {account}:\n" + "\n".join(map(str, refused))
+    unused = unused_grants(granted_rules(objects, namespace, account), requests)
+    print(f"\n{agent} as {namespace}/{account}: {len(requests)} requests, none refused; granted but unused: "
+          + (", ".join(unused) if unused else "none"))
+
+
+def _gpu_node(fleet: list[SimulatedNode], pool: str) -> SimulatedNode:
+    return next(node for node in fleet if node.pool == pool)
+
+
+@pytest.mark.parametrize("pool", sorted(NVML_PROFILES))
+def test_feature_discovery_publishes_node_feature_and_gpu_devices_with_its_rendered_rbac(
+    pool: str, admin: Client, control_plane: ControlPlane, deployed: list[Object], fleet: list[SimulatedNode],
+    kinds: KindTable, tmp_path: Path,
+) -> None:
+    node = _gpu_node(fleet, pool)
+    ds = daemonset(deployed, "gpu-feature-discovery")
+    spec, pod = container(ds, "gpu-feature-discovery"), pod_on_node(admin, ds, node.name)
+    namespace, account = pod.metadata.namespace, pod.spec.serviceAccountName
+    env = rendered_env(spec, pod)
+    machine_type = tmp_path / "product_name"
+    machine_type.write_text(node.labels["node.kubernetes.io/instance-type"] + "\n")
+    env.update({"GPU_OPERATOR_NVML": NVML_PROFILES[pool], "GFD_ONESHOT": "true",
+                "GFD_MACHINE_TYPE_FILE": str(machine_type)})
+    run = run_agent(control_plane, "feature-discovery", env, service_account_token(admin, namespace, account), tmp_path)
+    assert run.returncode == 0, run.output
+
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn(deployed)
+    node_feature = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature"}
+    features = [f for f in _list(admin, table.resource(node_feature), namespace=namespace)
+                if (f.get("metadata", {}).get("labels") or {}).get("nfd.node.kubernetes.io/node-name") == node.name]
+    assert len(features) == 1, f"expected one NodeFeature for {node.name}, found {len(features)}\n{run.output}"
+    labels = features[0]["spec"]["labels"]
+    assert labels.get("nvidia.com/gpu.product"), labels
+    if pool == "a100mig":  # single strategy: every MIG device counts as a GPU (7 x 1g.5gb per A100)
+        assert labels.get("nvidia.com/mig.strategy") == "single", labels
+        assert int(labels["nvidia.com/gpu.count"]) == 8 * 7, labels
+    else:
+        assert labels.get("nvidia.com/gpu.count") == "8", labels
+    gpu_device = {"apiVersion": "gpu.pulumi-gpu-operator.io/v1alpha1", "kind": "GpuDevice"}
+    devices = [d for d in _list(admin, table.resource(gpu_device))
+               if any(ref.get("name") == node.name for ref in d["metadata"].get("ownerReferences") or [])]
+    assert len(devices) == 8, f"expected 8 GpuDevice objects owned by {node.name}, found {len(devices)}\n{run.output}"
+    _check_rbac(control_plane, deployed, namespace, account, "feature-discovery")
+
+
+@pytest.mark.parametrize("component", ["cuda", "plugin"])
+def test_validator_runs_its_workload_pods_with_its_rendered_rbac(
+    component: str, admin: Client, control_plane: ControlPlane, deployed: list[Object], fleet: list[SimulatedNode],
+    tmp_path: Path,
+) -> None:
+    node = _gpu_node(fleet, "a100mig" if component == "plugin" else "h100")
+    ds = daemonset(deployed, "nvidia-operator-validator")
+    spec, pod = container(ds, f"{component}-validation"), pod_on_node(admin, ds, node.name)
+    namespace, account = pod.metadata.namespace, pod.spec.serviceAccountName
+    env = rendered_env(spec, pod)
+    # The operator runs the plugin check without a workload; run it with one, so the pod path is covered too.
+    env.update({"WITH_WORKLOAD": "true", "OUTPUT_DIR": str(tmp_path / "validations"),
+                "GPU_OPERATOR_NVML": NVML_PROFILES[node.pool or ""]})
+    run = run_agent(control_plane, "validator", env, service_account_token(admin, namespace, account), tmp_path)
+    assert run.returncode == 0, run.output
+    assert (tmp_path / "validations" / f"{component}-ready").exists(), run.output
+    requests = audited_requests(control_plane.audit_events(f"system:serviceaccount:{namespace}:{account}"))
+    assert any(r.verb == "create" and r.resource == "pods" and r.code == 201 for r in requests), requests
+    _check_rbac(control_plane, deployed, namespace, account, f"validator ({component})")
+
+
+def test_node_status_exporter_reads_the_node_with_its_rendered_rbac(
+    admin: Client, control_plane: ControlPlane, deployed: list[Object], fleet: list[SimulatedNode], tmp_path: Path,
+) -> None:
+    node = _gpu_node(fleet, "h100")
+    ds = daemonset(deployed, "nvidia-node-status-exporter")
+    spec, pod = container(ds, "nvidia-node-status-exporter"), pod_on_node(admin, ds, node.name)
+    namespace, account = pod.metadata.namespace, pod.spec.serviceAccountName
+    env = rendered_env(spec, pod)
+    env.update({"GPU_OPERATOR_NVML": NVML_PROFILES["h100"], "OUTPUT_DIR": str(tmp_path / "validations")})
+    token = service_account_token(admin, namespace, account)
+    value, output = run_exporter_until(
+        control_plane, env, token, tmp_path, metric="gpu_operator_node_device_plugin_devices_total", want=8.0,
+    )
+    assert value == 8.0, output
+    _check_rbac(control_plane, deployed, namespace, account, "node-status-exporter")
+
+
+def test_deleting_every_object_leaves_nothing_behind(
+    admin: Client, deployed: list[Object], kinds: KindTable
+) -> None:
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn(deployed)
+    _delete_all(admin, deployed, table)
+    namespaces = {obj["metadata"]["name"] for obj in deployed if obj["kind"] == "Namespace"}
+
+    def gone(obj: Object) -> bool:
+        try:
+            admin.get(table.resource(obj), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+        except ApiError as error:
+            return error.status.code == 404
+        return False
+
+    def all_gone() -> bool:
+        return all(gone(obj) for obj in deployed) and not any(
+            ns.metadata.name in namespaces for ns in admin.list(Namespace)
+        )
+
+    try:
+        wait_until(all_gone, timeout=120, what="every object and namespace to be deleted")
+    except TimeoutError:
+        left = [object_id(obj) for obj in deployed if not gone(obj)]
+        terminating = [ns.metadata.name for ns in admin.list(Namespace) if ns.metadata.name in namespaces]
+        pytest.fail(f"left behind: {left}; namespaces still there (Terminating): {terminating}")
