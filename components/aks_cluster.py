@@ -84,7 +84,7 @@ class AksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"AksCluster({name!r})",
                          "a pulumi_azure_native.Provider for the cluster's subscription")
-        aks = parse_aks(required(args, "aks", object, f"AksCluster({name!r})", "the `aks` config section"))
+        aks = parse_aks(required(args, "aks", (AksSpec, Mapping), f"AksCluster({name!r})", "the `aks` config section (a mapping)"))
         super().__init__(TOKEN, name, {}, opts)
         on_azure = pulumi.ResourceOptions(parent=self, provider=azure)
         self.managed_cluster = None

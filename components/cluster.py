@@ -86,7 +86,8 @@ class GpuCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuCluster({name!r})",
                          "a pulumi_azure_native.Provider for the cluster's subscription")
-        config = parse_config(required(args, "config", object, f"GpuCluster({name!r})", "the config document"))
+        config = parse_config(required(args, "config", (GpuStackConfig, Mapping), f"GpuCluster({name!r})",
+                                     "the config document (a mapping)"))
         if config.aks is None:
             raise ConfigError([Problem("aks", "GpuCluster needs the AKS cluster (aks.resourceGroup, aks.clusterName)")])
         rendered = rendered_deploy_operands(render(config))

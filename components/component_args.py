@@ -19,7 +19,9 @@ class ComponentArgsError(TypeError):
     """A component was given args it cannot use."""
 
 
-def required(args: Mapping[str, Any], key: str, expected: type[T], component: str, what: str) -> T:
+def required(
+    args: Mapping[str, Any], key: str, expected: type[T] | tuple[type, ...], component: str, what: str
+) -> T:
     """`args[key]`, which must be an instance of `expected` (`what` says what it is, for the message)."""
     if key not in args or args[key] is None:
         raise ComponentArgsError(f"{component}: args[{key!r}] is required: {what}")
@@ -28,4 +30,4 @@ def required(args: Mapping[str, Any], key: str, expected: type[T], component: st
         raise ComponentArgsError(
             f"{component}: args[{key!r}] must be {what}, not {type(value).__name__}"
         )
-    return value
+    return value  # type: ignore[no-any-return]

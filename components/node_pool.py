@@ -70,7 +70,8 @@ class GpuNodePool(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuNodePool({name!r})",
                          "a pulumi_azure_native.Provider for the cluster's subscription")
-        config = parse_config(required(args, "config", object, f"GpuNodePool({name!r})", "the config document"))
+        config = parse_config(required(args, "config", (GpuStackConfig, Mapping), f"GpuNodePool({name!r})",
+                                     "the config document (a mapping)"))
         try:
             pool = config.pool(args["pool"])
         except KeyError as error:

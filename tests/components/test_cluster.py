@@ -288,3 +288,12 @@ def test_without_an_azure_provider_the_error_names_the_argument() -> None:
         run_azure_program(lambda: GpuCluster("gpu", {"config": DOCUMENT}),  # type: ignore[typeddict-item]
                           recording=recording)
     assert recording.registrations == []
+
+
+def test_a_config_that_is_not_a_document_is_named() -> None:
+    recording = Recording()
+    with pytest.raises(ComponentArgsError, match=r"args\['config'\] must be the config document \(a mapping\), not str"):
+        run_azure_program(lambda: GpuCluster("gpu", {"config": "stacks/Pulumi.prod.yaml",  # type: ignore[typeddict-item]
+                                                     "azure_provider": azure_native.Provider("azure")}),
+                          recording=recording)
+    assert [r.type for r in recording.registrations] == ["pulumi:providers:azure-native"]
