@@ -155,7 +155,8 @@ def ignored_helm_values(values: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
 
     def visit(key: str, value: Any) -> None:
-        if key in reasons:
+        # an empty value (`false`, `[]`, `""`) asks for nothing, here as with the chart: nothing to explain
+        if key in reasons and not is_empty(value):
             found[key] = reasons[key]
         rule = HELM_RULES.get(key)
         if isinstance(rule, Handle) and rule.note is not None:

@@ -31,11 +31,11 @@ MIRROR = "myregistry.example.com/"
 #: chart version → the notes its defaults must produce (what no longer applies), beyond the operator Deployment's
 OLDER_CHARTS: dict[str, set[str]] = {
     "v22.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer", "driver.upgradePolicy"},
-    "v23.3.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "cdi.default"},
-    "v23.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager", "driver.useOpenKernelModules"},
+    "v23.3.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer"},
+    "v23.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager", "operator.initContainer"},
     "v24.3.0": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager"},
-    "v24.9.2": {"operator.defaultRuntime", "kataManager", "cdi.default"},
-    "v25.3.4": {"kataManager", "cdi.default", "operator.initContainer"},
+    "v24.9.2": {"operator.defaultRuntime", "kataManager", "driver.upgradePolicy"},
+    "v25.3.4": {"kataManager", "operator.initContainer", "driver.upgradePolicy"},
 }
 
 
@@ -80,6 +80,8 @@ def test_older_chart_defaults_report_what_no_longer_applies(version: str) -> Non
     notes = ignored_helm_values(values)
     assert OLDER_CHARTS[version] <= set(notes), set(notes)
     assert all(reason for reason in notes.values())
+    # a value left empty (`cdi.default: false`, `gds.args: []`) has no effect anywhere, and is not noted
+    assert not {"cdi.default", "driver.useOpenKernelModules", "gds.args"} & set(notes)
 
 
 @pytest.mark.parametrize("version", ["v22.9.2", "v24.9.2"])

@@ -330,9 +330,10 @@ def test_values_must_be_a_mapping() -> None:
 
 def test_keys_for_helms_own_objects_are_accepted_and_explained() -> None:
     values = {
-        "operator": {"logging": {"level": "debug"}, "resources": {"limits": {"cpu": "1"}}, "upgradeCRD": False},
+        "operator": {"logging": {"level": "debug"}, "resources": {"limits": {"cpu": "1"}}, "upgradeCRD": True,
+                     "cleanupCRD": False},
         "draDriver": {"image": "dra", "computeDomains": {"enabled": True}},
-        "driver": {"nvidiaDriverCRD": {"deployDefaultCR": False}},
+        "driver": {"nvidiaDriverCRD": {"deployDefaultCR": True, "driverType": ""}},
     }
     assert parse_config(import_helm_values(values)).operator == ClusterPolicySpec()
     assert set(ignored_helm_values(values)) == {
