@@ -75,7 +75,14 @@ class ImageFields(ConfigModel):
         if not image:
             return image
         if info.data.get("repository"):
-            check_path(image)
+            try:
+                check_path(image)
+            except ValueError as error:
+                if ":" in image or "@" in image:
+                    raise ValueError(
+                        f"{error}; for a full reference in image, set repository and version to ''"
+                    ) from None
+                raise
         else:
             # without a repository, `image` is a full reference used verbatim (or incomplete, reported below)
             check_reference(image)

@@ -84,6 +84,8 @@ def test_kubernetes_env_references_are_not_templates() -> None:
         ({"repository": "my_registry.example.com:port/nvidia"}, "repository",
          "is not a registry host[:port]"),
         ({"image": "Driver"}, "image", "'Driver' is not a valid image: path component 'Driver'"),
+        ({"image": "nvcr.io/nvidia/driver:550.90.07"}, "image",
+         "for a full reference in image, set repository and version to ''"),
         ({"version": "550.90.07 ubuntu"}, "version", "'550.90.07 ubuntu' is not a valid image tag"),
         ({"version": "-rc1"}, "version", "not starting with '.' or '-'"),
         ({"version": "sha256:abc"}, "version", "digest 'sha256:abc' must be 'sha256:' followed by 64 lower-case"),
