@@ -8,7 +8,9 @@ any pool. The tests then run in this order on the same objects:
 2. each agent that calls the API (feature discovery, validator, node status exporter) runs as a local process
    with a token of the service account its DaemonSet runs as: what it must publish is there, the API server
    answered none of its requests with 403, and the granted rules it never used are printed;
-3. deleting every object leaves nothing of ours behind and no namespace Terminating (the garbage collector and
+3. applying the same render again changes no object (no perpetual diff), and a config change (time-slicing on)
+   changes exactly the objects whose render changed, adds the new ones, and removes the ones it no longer renders;
+4. deleting every object leaves nothing of ours behind and no namespace Terminating (the garbage collector and
    the namespace controller do their part, as `pulumi destroy` relies on them).
 """
 
@@ -19,15 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Namespace, Pod
 
-from gpu_operator.config import GpuStackConfig
+from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render
 from tests.e2e.agents import container, daemonset, pod_on_node, rendered_env, run_agent, service_account_token
 from tests.e2e.apply import KindTable, object_id, server_side_apply, wait_established
 from tests.e2e.control_plane import ControlPlane
-from tests.e2e.nodes import BARE_GPU_NODE, CPU_NODE, SimulatedNode
+from tests.e2e.nodes import BARE_GPU_NODE, CPU_NODE, FLEET_CONFIG, SimulatedNode
 from tests.e2e.placement import expected_nodes
 from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
 from tests.e2e.scrape import run_exporter_until
@@ -38,6 +41,13 @@ pytestmark = pytest.mark.e2e
 Object = dict[str, Any]
 #: Simulated GPU per pool (the agents' fake NVML profiles).
 NVML_PROFILES = {"h100": "fake:h100-8x", "a100mig": "fake:a100-8x-mig"}
+#: The config change of the update test: time-slicing on, every GPU advertised twice.
+TIME_SLICING = {
+    "operator": {"devicePlugin": {"config": {"name": "time-slicing-config", "default": "shared-2"}}},
+    "configs": {"devicePlugin": {"shared-2": {
+        "version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}},
+    }}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +214,68 @@ def test_node_status_exporter_reads_the_node_with_its_rendered_rbac(
     )
     assert value == 8.0, output
     _check_rbac(control_plane, deployed, namespace, account, "node-status-exporter")
+
+
+def _key(obj: Object) -> tuple[str, str, str, str]:
+    meta = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"]
+
+
+def _versions(admin: Client, table: KindTable, objects: list[Object]) -> dict[tuple[str, str, str, str], str]:
+    """Per object: its generation where it has one (controllers keep writing the status of DaemonSets), else its
+    resourceVersion - what moves only when someone changes the object's desired state."""
+    versions = {}
+    for obj in objects:
+        live = admin.get(table.resource(obj), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+        meta = live["metadata"] if isinstance(live, dict) else live.metadata.to_dict()
+        versions[_key(obj)] = str(meta.get("generation") or meta["resourceVersion"])
+    return versions
+
+
+def test_applying_the_same_render_again_changes_nothing(
+    admin: Client, deployed: list[Object], kinds: KindTable
+) -> None:
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn(deployed)
+    before = _versions(admin, table, deployed)
+    failures = server_side_apply(admin, deployed, table, dry_run=False, field_manager="e2e-fleet")
+    assert not failures, "\n".join(map(str, failures))
+    after = _versions(admin, table, deployed)
+    changed = sorted(f"{key[1]} {key[3]}" for key, version in after.items() if before[key] != version)
+    assert not changed, f"re-applying an unchanged render changed: {changed}"
+
+
+def test_a_config_change_updates_exactly_what_its_render_changes(
+    admin: Client, deployed: list[Object], kinds: KindTable
+) -> None:
+    document = yaml.safe_load(FLEET_CONFIG.read_text())
+    document["operator"] = {**document["operator"], **TIME_SLICING["operator"]}
+    document["configs"] = TIME_SLICING["configs"]
+    updated = render(parse_config(document, source="fleet + time-slicing"))
+    old = {_key(obj): obj for obj in deployed}
+    new = {_key(obj): obj for obj in updated}
+    expected_changed = {key for key in old.keys() & new.keys() if old[key] != new[key]}
+    added, removed = new.keys() - old.keys(), old.keys() - new.keys()
+    assert expected_changed or added, "turning time-slicing on changed nothing in the render"
+
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn(deployed)
+    table.learn(updated)
+    kept = [new[key] for key in old.keys() & new.keys()]
+    before = _versions(admin, table, kept)
+    failures = server_side_apply(admin, updated, table, dry_run=False, field_manager="e2e-fleet")
+    assert not failures, "\n".join(map(str, failures))
+    _delete_all(admin, [old[key] for key in removed], table)
+    after = _versions(admin, table, kept)
+    changed = {key for key in before if before[key] != after[key]}
+    assert changed == expected_changed, {
+        "changed but not in the render diff": sorted(changed - expected_changed),
+        "in the render diff but unchanged": sorted(expected_changed - changed),
+    }
+    assert all(_versions(admin, table, [new[key]]) for key in added)
+    print(f"\ntime-slicing on: {len(changed)} objects updated ({', '.join(sorted(k[3] for k in changed))}), "
+          f"{len(added)} added ({', '.join(sorted(k[3] for k in added))}), {len(removed)} removed")
+    deployed[:] = [*updated, *(old[key] for key in removed)]
 
 
 def test_deleting_every_object_leaves_nothing_behind(
