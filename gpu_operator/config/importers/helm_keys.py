@@ -28,7 +28,8 @@ Ignored keys (accepted, no effect here) and why:
 * `operator.initContainer` (deprecated in the CRD), `operator.metrics` (the operator Deployment's metrics),
   `cdi.default` (deprecated: `cdi.enabled` decides), `kataManager` (no longer deployed since v26).
 * `operator.defaultRuntime: docker` — the chart's default up to v24.9 (see :mod:`.helm_handlers`).
-* Values of older charts: `dcgm.hostPort` (v24.3 and older; DCGM is reached through its Service).
+* Values of older charts: `dcgm.hostPort` (v24.3 and older; DCGM is reached through its Service),
+  `driver.rollingUpdate` (v22.9.0; the driver DaemonSet updates with OnDelete).
 * `psp` — PodSecurityPolicy left Kubernetes in 1.25; the chart no longer reads it.
 * `draDriver` (except `gpus.enabled`) — configures the GPUCluster (DRA) stack, only deployed with
   `gpuCluster.deployCR`.
@@ -116,6 +117,10 @@ _DRIVER: dict[str, Rule] = {
         "licensingConfig", "virtualTopology", "kernelModuleConfig", "secretEnv",
     ),
     **_driver_manager("driver", "manager"),
+    "driver.rollingUpdate": Ignore(
+        "removed from the chart in v22.9.1: the driver DaemonSet updates with OnDelete (a node gets the new driver "
+        "when its driver pod is deleted); the other operands roll with daemonsets.rollingUpdate.maxUnavailable"
+    ),
     "driver.upgradePolicy": Ignore(
         "drives the upgrade controller of NVIDIA's operator, which this package does not run: the driver "
         "DaemonSet updates with OnDelete, so a new driver reaches a node when you drain it and delete its driver pod"

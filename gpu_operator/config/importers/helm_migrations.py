@@ -8,8 +8,7 @@ v26.7.0:
 * v1.8 moved the per-operand scheduling keys (`tolerations`, `nodeSelector`, `affinity`, `priorityClassName`,
   `podSecurityContext`) to `daemonsets` and to NVIDIA's `nvidia.com/gpu.deploy.<operand>` node labels, and v1.11
   dropped the per-operand `securityContext`; GFD's `migStrategy` became `mig.strategy`;
-* `driver.rollingUpdate` became `daemonsets.rollingUpdate` (the driver itself updates with OnDelete),
-  `driver.use_ocp_driver_toolkit` became `operator.use_ocp_driver_toolkit`, and `driver.repoConfig.destinationDir`
+* `driver.use_ocp_driver_toolkit` became `operator.use_ocp_driver_toolkit`, and `driver.repoConfig.destinationDir`
   was dropped (the driver container knows where its package manager looks).
 
 A values file for a parent chart that has the GPU Operator as a dependency nests its values under `gpu-operator:`
@@ -51,8 +50,6 @@ _PER_OPERAND: dict[str, str] = {
 
 #: Whole keys that moved elsewhere.
 _MOVED: dict[str, str] = {
-    "driver.rollingUpdate": "removed from the chart: the driver DaemonSet updates with OnDelete, and the other "
-                            "operands roll with daemonsets.rollingUpdate.maxUnavailable",
     "driver.use_ocp_driver_toolkit": "moved to operator.use_ocp_driver_toolkit (OpenShift only, not supported here)",
     "driver.repoConfig.destinationDir": "removed from the chart in v1.8: the repository files are mounted where the "
                                         "node OS's package manager reads them; keep driver.repoConfig.configMapName",

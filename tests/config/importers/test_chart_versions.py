@@ -30,6 +30,7 @@ MIRROR = "myregistry.example.com/"
 
 #: chart version → the notes its defaults must produce (what no longer applies), beyond the operator Deployment's
 OLDER_CHARTS: dict[str, set[str]] = {
+    "v22.9.0": {"driver.rollingUpdate", "dcgm.hostPort", "operator.defaultRuntime", "psp"},
     "v22.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer", "driver.upgradePolicy"},
     "v23.3.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer"},
     "v23.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager", "operator.initContainer"},

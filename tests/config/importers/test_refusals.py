@@ -199,8 +199,6 @@ def _render(config: Any) -> list[dict[str, Any]]:
         ({"validator": {"podSecurityContext": {}}}, "validator.podSecurityContext",
          "moved to daemonsets.podSecurityContext"),
         ({"driver": {"securityContext": {"privileged": True}}}, "driver.securityContext", "removed from the chart"),
-        ({"driver": {"rollingUpdate": {"maxUnavailable": 1}}}, "driver.rollingUpdate",
-         "daemonsets.rollingUpdate.maxUnavailable"),
         ({"driver": {"use_ocp_driver_toolkit": True}}, "driver.use_ocp_driver_toolkit",
          "moved to operator.use_ocp_driver_toolkit"),
         ({"driver": {"repoConfig": {"destinationDir": "/etc/yum.repos.d"}}}, "driver.repoConfig.destinationDir",
