@@ -58,20 +58,26 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(self, message)
 
 
+def _path(text: str) -> Path:
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?); give a path")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
-    render.add_argument("-f", "--file", type=Path,
+    render.add_argument("-f", "--file", type=_path,
                         help="config document or Pulumi stack file (default: the built-in default stack)")
-    render.add_argument("-o", "--output", type=Path, help="directory for one file per object (default: stdout)")
+    render.add_argument("-o", "--output", type=_path, help="directory for one file per object (default: stdout)")
     render.add_argument("--summary", action="store_true", help="print a table of operands, DaemonSets and images")
 
     values = commands.add_parser(
         "import-values", help="convert GPU Operator Helm values (or a ClusterPolicy manifest) to a config document"
     )
-    values.add_argument("values", type=Path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest")
+    values.add_argument("values", type=_path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest")
     values.add_argument("-n", "--namespace", default="gpu-operator", help="namespace of the operands")
     return parser
 

@@ -87,11 +87,19 @@ def _fail(directory: Path, message: str) -> ConfigError:
 
 def _check_directory(directory: Path, names: Iterable[str]) -> list[Path]:
     """Refuse a directory that cannot take the files; return the missing directories it takes to create it."""
+    try:
+        return _probe_directory(directory, names)
+    except OSError as error:  # a name too long, a path through something that is not a directory, ...
+        raise _fail(directory, f"cannot be used: {error.strerror or error}; name another directory") from None
+
+
+def _probe_directory(directory: Path, names: Iterable[str]) -> list[Path]:
     missing: list[Path] = []
     existing = directory
     while not existing.exists():
         if existing.is_symlink():
-            raise _fail(directory, f"{existing} is a broken symbolic link; remove it or name another directory")
+            raise _fail(directory, f"{existing} is a symbolic link that leads nowhere (broken, or a loop); "
+                                   "remove it or name another directory")
         missing.append(existing)
         existing = existing.parent
     if not existing.is_dir():

@@ -14,9 +14,12 @@ CONSOLE_SCRIPT = Path(sys.executable).parent / "gpu-operator"
 
 
 def create_files(root: Path, files: Mapping[str, str | bytes]) -> None:
-    """`name → content`; a name ending in '/' is a directory."""
+    """`name → content`; a name ending in '/' is a directory, one ending in '@' a symbolic link to `content`."""
     for name, content in files.items():
         path = root / name
+        if name.endswith("@"):
+            (root / name[:-1]).symlink_to(str(content))
+            continue
         if name.endswith("/"):
             path.mkdir(parents=True, exist_ok=True)
             continue

@@ -53,6 +53,10 @@ CASES = [
     case("top level is a number", {"c.yaml": "42\n"}, "render -f c.yaml", "but holds a number"),
     case("two documents", {"c.yaml": "namespace: a\n---\nnamespace: b\n"}, "render -f c.yaml -o out",
          "holds 2 YAML documents (separated by '---'); this file must hold one"),
+    case("file name too long", {}, f"render -f {'x' * 300}.yaml", "cannot be read: File name too long"),
+    case("symbolic link loop", {"a.yaml@": "b.yaml", "b.yaml@": "a.yaml"}, "render -f a.yaml",
+         "a.yaml: cannot be read: Too many levels of symbolic links"),
+    case("empty -f", {}, "render -f ''", "argument -f/--file: an empty path (an unset variable?); give a path"),
     # --- YAML -------------------------------------------------------------------------------------------------------
     case("duplicate top-level key", {"c.yaml": "namespace: a\noperator: {}\nnamespace: b\n"}, "render -f c.yaml",
          "namespace: duplicate key (lines 1 and 3)"),
@@ -223,6 +227,10 @@ CASES = [
          "out/azure is a file where the output needs a directory"),
     case("-o has a directory where a manifest goes", {"out/0001-namespace-gpu-operator.yaml/": ""}, "render -o out",
          "0001-namespace-gpu-operator.yaml is a directory where the output writes a file"),
+    case("-o name too long", {}, f"render -o {'x' * 300}", "cannot be used: File name too long"),
+    case("-o is a dangling link", {"out@": "nowhere"}, "render -o out/rendered",
+         "out is a symbolic link that leads nowhere (broken, or a loop)"),
+    case("empty -o", {}, "render -o ''", "argument -o/--output: an empty path"),
     case("-o with a bad config", {"c.yaml": "operator: {mig: {strategy: maybe}}\n", "out/keep.txt": "mine"},
          "render -f c.yaml -o out/new", "operator.mig.strategy"),
     # --- command line -------------------------------------------------------------------------------------------------
@@ -235,6 +243,7 @@ CASES = [
     case("import-values unknown flag", {"v.yaml": "{}"}, "import-values v.yaml --chart-version 1", "unrecognized"),
     # --- import-values --------------------------------------------------------------------------------------------
     case("import: missing file", {}, "import-values values.yaml", "values.yaml: no such file"),
+    case("import: empty path", {}, "import-values ''", "argument values: an empty path"),
     case("import: directory", {"chart/": ""}, "import-values chart", "chart: is a directory"),
     case("import: latin-1", {"v.yaml": "driver:\n  version: \xe9\n".encode("latin-1")}, "import-values v.yaml",
          "byte 0xe9 at byte offset 19 (line 2)"),
