@@ -9,7 +9,8 @@ are dropped. Problems are reported under the manifest's own keys (`spec.driver.v
 As the API server stores it: a `null` field is the same as an absent one (the ClusterPolicy schema declares no
 nullable field, so Kubernetes drops them), so `validator.plugin: null` takes the default. A string that still
 holds template syntax is refused. `operator.defaultRuntime: crio` (or `containerd`) also becomes
-`cluster.containerRuntime`, the runtime the operands are rendered for; `docker`, the Helm chart's default up to
+`cluster.containerRuntime`, the runtime the operands are rendered for. Fields older CRDs had and today's API server
+drops (`driver.rollingUpdate`, v22.9.0) are dropped too, and reported (:mod:`.clusterpolicy_notes`). `docker`, the Helm chart's default up to
 v24.9, says nothing about the nodes and is dropped (see :mod:`.helm_handlers`). `dcgmExporter.serviceMonitor.enabled:
 true` asks for a ServiceMonitor where its CRD exists, which is our unset switch (`cluster.prometheusOperator`).
 """
@@ -27,12 +28,14 @@ from gpu_operator.config.importers.paths import described, rename_problems, set_
 from gpu_operator.config.importers.template_syntax import template_problems
 from gpu_operator.config.loader import parse_config
 
-__all__ = ["import_clusterpolicy", "API_VERSION", "KIND", "SOURCE"]
+__all__ = ["import_clusterpolicy", "API_VERSION", "KIND", "SOURCE", "REMOVED_FIELDS"]
 
 API_VERSION = "nvidia.com/v1"
 KIND = "ClusterPolicy"
 SOURCE = "ClusterPolicy manifest"
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+#: spec fields of older ClusterPolicy CRDs that today's CRD no longer has (the API server prunes them)
+REMOVED_FIELDS = (("driver", "rollingUpdate"),)
 
 
 def _manifest_problems(manifest: Mapping[str, Any]) -> list[Problem]:
@@ -84,6 +87,9 @@ def import_clusterpolicy(manifest: Mapping[str, Any], namespace: str = "gpu-oper
         raise ConfigError(problems, SOURCE)
     spec = _without_nulls(copy.deepcopy(dict(manifest.get("spec") or {})))
     document: dict[str, Any] = {"namespace": namespace, "operator": spec}
+    for section, field in REMOVED_FIELDS:
+        if isinstance(spec.get(section), dict):
+            spec[section].pop(field, None)
     cluster = _runtime(spec)
     if cluster:
         document["cluster"] = cluster

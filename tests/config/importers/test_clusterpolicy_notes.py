@@ -53,6 +53,15 @@ def test_the_old_docker_default_is_dropped_with_a_note() -> None:
     assert "cri-dockerd" in ignored_clusterpolicy_values(data)["spec.operator.defaultRuntime"]
 
 
+def test_a_field_older_crds_had_is_dropped_with_a_note() -> None:
+    # v22.9.0's ClusterPolicy had driver.rollingUpdate; today's API server prunes it, and so does the import
+    data = manifest(minimal_spec(driver={"rollingUpdate": {"maxUnavailable": "1"}, "version": "550.90.07"}))
+    document = import_clusterpolicy(data)
+    assert "rollingUpdate" not in document["operator"]["driver"]
+    assert document["operator"]["driver"]["version"] == "550.90.07"
+    assert "OnDelete" in ignored_clusterpolicy_values(data)["spec.driver.rollingUpdate"]
+
+
 def test_a_plain_clusterpolicy_has_no_notes() -> None:
     data = manifest(minimal_spec(operator={"defaultRuntime": "crio"}, psp={"enabled": False},
                                  kataManager={"enabled": False}))
