@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
@@ -127,6 +128,7 @@ def _output_files(
 
 
 def _print_summary(
+    out: TextIO,
     config: GpuStackConfig,
     operands: Sequence[RenderedOperand],
     objects: Sequence[dict[str, Any]],
@@ -135,22 +137,22 @@ def _print_summary(
 ) -> None:
     from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
 
-    print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)))
+    print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)), file=out)
     print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
-          f"namespace {config.namespace}")
+          f"namespace {config.namespace}", file=out)
     if chart is not None:
         print(f"\nplus {_chart_line(chart)} (Node Feature Discovery, installed by GpuOperator), with values"
-              + (f" in {output / _values_file(chart)}" if output is not None else ":"))
+              + (f" in {output / _values_file(chart)}" if output is not None else ":"), file=out)
         if output is None:
-            print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()))
+            print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()), file=out)
     aks = config.aks
     if config.pools and aks is not None:
         created = "created by the stack" if aks.create else "existing"
-        print(f"\nGPU pools in AKS cluster {aks.resource_group}/{aks.cluster_name} ({created}):")
-        print(format_table(POOL_HEADER, pool_summary_rows(config)))
+        print(f"\nGPU pools in AKS cluster {aks.resource_group}/{aks.cluster_name} ({created}):", file=out)
+        print(format_table(POOL_HEADER, pool_summary_rows(config)), file=out)
 
 
-def _render(args: argparse.Namespace) -> int:
+def _render(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.loader import load_document
     from gpu_operator.render import render_operands
 
@@ -164,7 +166,7 @@ def _render(args: argparse.Namespace) -> int:
     if args.output is not None:
         files = _output_files(config, objects, chart)
         paths = write_files(files, args.output)
-        where = sys.stdout if args.summary else sys.stderr
+        where = out if args.summary else sys.stderr
         azure = sum(path.parent.name == "azure" for path in paths)
         print(f"wrote {len(objects)} objects to {args.output}/", file=where)
         if azure:
@@ -172,15 +174,15 @@ def _render(args: argparse.Namespace) -> int:
         if chart is not None:
             print(f"wrote the values of {_chart_line(chart)} to {args.output / _values_file(chart)}", file=where)
     elif not args.summary:
-        sys.stdout.write(dump_all_yaml(objects))
+        out.write(dump_all_yaml(objects))
         if chart is not None:
             _note(f"GpuOperator also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
     if args.summary:
-        _print_summary(config, operands, objects, chart, args.output)
+        _print_summary(out, config, operands, objects, chart, args.output)
     return 0
 
 
-def _import_values(args: argparse.Namespace) -> int:
+def _import_values(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.importers import ignored_helm_values, load_import
     from gpu_operator.config.importers.loader import is_manifest
     from gpu_operator.config.yaml_reader import read_yaml_documents
@@ -193,14 +195,15 @@ def _import_values(args: argparse.Namespace) -> int:
         raise ConfigError([Problem("", f"must hold a mapping (Helm values) or a manifest, but holds a {kind}")],
                           str(args.values))
     document = load_import(args.values, namespace=args.namespace)
-    sys.stdout.write(dump_yaml(document))
+    out.write(dump_yaml(document))
     if len(documents) == 1 and not is_manifest(documents[0]):
         for key, reason in ignored_helm_values(documents[0]).items():
             _note(f"{key} not imported: {reason}")
     return 0
 
 
-_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"render": _render, "import-values": _import_values}
+#: command → its function, which writes what goes to stdout into `out` (written once it has all succeeded)
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {"render": _render, "import-values": _import_values}
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace | int:
@@ -221,20 +224,31 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _emit(text: str) -> int | None:
+    """Write the command's stdout; an exit status when stdout cannot take it."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
+    except OSError as error:
+        print(f"error: standard output: cannot be written: {error.strerror or error}; redirect it to a file on a "
+              "disk with space, or use -o DIR", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
+    out = io.StringIO()
     try:
-        status = _COMMANDS[parsed.command](parsed)
-        sys.stdout.flush()
-        return status
+        status = _COMMANDS[parsed.command](parsed, out)
     except ConfigError as error:
         print(format_error(error), file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_PIPE_CLOSED
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
@@ -245,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"problem with your input: please report it with the command you ran ({TRACEBACK_VARIABLE}=1 shows "
               "the traceback)", file=sys.stderr)
         return EXIT_BUG
+    failed = _emit(out.getvalue())
+    return failed if failed is not None else status
 
 
 if __name__ == "__main__":

@@ -73,10 +73,27 @@ def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     assert "Traceback" not in err and "error" not in err
 
 
+class _FullDisk(io.StringIO):
+    """stdout redirected to a full disk (`> /dev/full`)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_full_disk_on_stdout_is_reported_not_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _FullDisk())
+    assert main(["render"]) == 2
+    err = capsys.readouterr().err
+    assert "error: standard output: cannot be written: No space left on device" in err
+    assert "internal error" not in err
+
+
 def test_a_bug_is_reported_in_one_line_with_status_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(args: object) -> int:
+    def broken(args: object, out: object) -> int:
         raise KeyError("spec")
 
     monkeypatch.delenv(gpu_operator.cli.TRACEBACK_VARIABLE, raising=False)
@@ -89,7 +106,7 @@ def test_a_bug_is_reported_in_one_line_with_status_1(
 
 
 def test_the_traceback_variable_shows_the_bug(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(args: object) -> int:
+    def broken(args: object, out: object) -> int:
         raise KeyError("spec")
 
     monkeypatch.setenv(gpu_operator.cli.TRACEBACK_VARIABLE, "1")
