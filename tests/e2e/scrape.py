@@ -1,4 +1,4 @@
-"""Running the node status exporter against the API server and reading one gauge from its /metrics."""
+"""Running an exporter agent against the API server and reading its /metrics until a condition holds."""
 
 from __future__ import annotations
 
@@ -8,46 +8,84 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests.e2e.agents import AGENT
 from tests.e2e.control_plane import ControlPlane, free_port
 
-__all__ = ["run_exporter_until"]
+__all__ = ["run_exporter_until", "run_metrics_exporter_until"]
 
 
-def _gauge(url: str, metric: str) -> float | None:
+def _samples(url: str) -> list[Sample]:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             text = response.read().decode()
     except (urllib.error.URLError, OSError):
-        return None
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == metric:
-                return float(sample.value)
-    return None
+        return []
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def _gauge(url: str, metric: str) -> float | None:
+    return next((float(sample.value) for sample in _samples(url) if sample.name == metric), None)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+
+
+def _start(
+    plane: ControlPlane, agent: str, args: list[str], env: Mapping[str, str], token: str, workdir: Path
+) -> tuple[subprocess.Popen[bytes], Path]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = plane.write_kubeconfig(workdir / "kubeconfig", token)
+    log = workdir / f"{agent}.log"
+    process_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1",
+                   **env, "KUBECONFIG": str(kubeconfig)}
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(AGENT), agent, *args], env=process_env, cwd=workdir, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    return process, log
+
+
+def run_metrics_exporter_until(
+    plane: ControlPlane, env: Mapping[str, str], token: str, workdir: Path, *,
+    found: Callable[[list[Sample]], bool], timeout: float = 60.0,
+) -> tuple[list[Sample], str]:
+    """Start the metrics exporter on a free loopback port, scrape until `found(samples)` holds (or time runs out)."""
+    port = free_port()
+    process, log = _start(plane, "metrics-exporter", [], {**env, "DCGM_EXPORTER_LISTEN": f"127.0.0.1:{port}"},
+                          token, workdir)
+    samples: list[Sample] = []
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and process.poll() is None:
+            samples = _samples(f"http://127.0.0.1:{port}/metrics")
+            if samples and found(samples):
+                break
+            time.sleep(0.5)
+    finally:
+        _stop(process)
+    return samples, log.read_text(errors="replace")
 
 
 def run_exporter_until(
     plane: ControlPlane, env: Mapping[str, str], token: str, workdir: Path, *, metric: str, want: float,
     timeout: float = 60.0,
 ) -> tuple[float | None, str]:
-    """Start the exporter on a free loopback port, scrape until `metric` equals `want` (or time runs out), stop it."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    kubeconfig = plane.write_kubeconfig(workdir / "kubeconfig", token)
+    """Start the node status exporter on a free loopback port, scrape until `metric` equals `want`, stop it."""
     port = free_port()
-    log = workdir / "node-status-exporter.log"
-    process_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1",
-                   **env, "KUBECONFIG": str(kubeconfig)}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(AGENT), "node-status-exporter", f"--address=127.0.0.1:{port}", f"--host-root={workdir}"],
-            env=process_env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    process, log = _start(plane, "node-status-exporter", [f"--address=127.0.0.1:{port}", f"--host-root={workdir}"],
+                          env, token, workdir)
     value = None
     try:
         deadline = time.monotonic() + timeout
@@ -57,11 +95,5 @@ def run_exporter_until(
                 break
             time.sleep(0.5)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=15)
+        _stop(process)
     return value, log.read_text(errors="replace")

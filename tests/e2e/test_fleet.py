@@ -5,7 +5,8 @@ the control plane, whose simulated nodes carry what the pools give them, beside 
 any pool. The tests then run in this order on the same objects:
 
 1. every DaemonSet's pods land on exactly the nodes its selector picks and whose taints it tolerates;
-2. each agent that calls the API (feature discovery, validator, node status exporter) runs as a local process
+2. each agent that calls the API (feature discovery, validator, node status exporter, and the metrics exporter,
+   which reads pods for their labels in this fleet) runs as a local process
    with a token of the service account its DaemonSet runs as: what it must publish is there, the API server
    answered none of its requests with 403, and the granted rules it never used are printed;
 3. applying the same render again changes no object (no perpetual diff), and a config change (time-slicing on)
@@ -25,15 +26,19 @@ import yaml
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Namespace, Pod
 
+from gpu_operator.agents.nvml import open_nvml
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render
+from tests.agents.kubelet.fake_kubelet import container as kubelet_container
+from tests.agents.kubelet.fake_kubelet import fake_kubelet
+from tests.agents.kubelet.fake_kubelet import pod as kubelet_pod
 from tests.e2e.agents import container, daemonset, pod_on_node, rendered_env, run_agent, service_account_token
 from tests.e2e.apply import KindTable, object_id, server_side_apply, wait_established
 from tests.e2e.control_plane import ControlPlane
 from tests.e2e.nodes import BARE_GPU_NODE, CPU_NODE, FLEET_CONFIG, SimulatedNode
 from tests.e2e.placement import expected_nodes
 from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
-from tests.e2e.scrape import run_exporter_until
+from tests.e2e.scrape import run_exporter_until, run_metrics_exporter_until
 from tests.e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -214,6 +219,41 @@ def test_node_status_exporter_reads_the_node_with_its_rendered_rbac(
     )
     assert value == 8.0, output
     _check_rbac(control_plane, deployed, namespace, account, "node-status-exporter")
+
+
+def test_metrics_exporter_labels_a_pods_gpu_series_with_its_rendered_rbac(
+    admin: Client, control_plane: ControlPlane, deployed: list[Object], fleet: list[SimulatedNode], tmp_path: Path,
+) -> None:
+    node = _gpu_node(fleet, "h100")
+    workload = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": "default", "labels": {"team": "ml-platform"}},
+        "spec": {
+            "nodeName": node.name,
+            "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "image": "trainer:1",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }
+    failures = server_side_apply(admin, [workload], KindTable(), dry_run=False)
+    assert not failures, failures
+    gpu = open_nvml(NVML_PROFILES["h100"]).devices()[0].uuid
+    ds = daemonset(deployed, "nvidia-dcgm-exporter")
+    spec, pod = container(ds, "nvidia-dcgm-exporter"), pod_on_node(admin, ds, node.name)
+    namespace, account = pod.metadata.namespace, pod.spec.serviceAccountName
+    assert pod.spec.automountServiceAccountToken is not False, "the exporter reads pods, so it needs its token"
+    env = rendered_env(spec, pod)
+    env["GPU_OPERATOR_NVML"] = NVML_PROFILES["h100"]  # the rendered collectors path falls back to the packaged list
+    token = service_account_token(admin, namespace, account)
+
+    def labelled(samples: list[Any]) -> bool:
+        return any(s.labels.get("pod") == "trainer" and "ml-platform" in s.labels.values() for s in samples)
+
+    with fake_kubelet([kubelet_pod("trainer", "default", kubelet_container("main", ("nvidia.com/gpu", [gpu])))]) as kubelet:
+        env["DCGM_POD_RESOURCES_KUBELET_SOCKET"] = kubelet.socket_path
+        samples, output = run_metrics_exporter_until(control_plane, env, token, tmp_path, found=labelled)
+    assert labelled(samples), f"no series of GPU {gpu} carries the pod and its labels\n{output}"
+    _check_rbac(control_plane, deployed, namespace, account, "metrics-exporter")
 
 
 def _key(obj: Object) -> tuple[str, str, str, str]:
