@@ -96,12 +96,36 @@ def problems_from_validation_error(error: ValidationError, prefix: Sequence[str 
     """Turn pydantic's errors into Problems; union branches that pydantic tags onto the path are dropped."""
     problems: list[Problem] = []
     for item in error.errors():
+        if _is_key_error(item):
+            problems.append(_key_problem(item, prefix))
+            continue
         loc = [part for part in item["loc"] if not _is_union_tag(part)]
         problems.append(Problem(format_path([*prefix, *loc]), _message(item)))
     # a list left too short because its items were refused repeats those problems
     failed_items = {p.path.rsplit("[", 1)[0] for p in problems if p.path.endswith("]") or "[" in p.path}
     problems = [p for p in problems if not (p.message.startswith("must list at least") and p.path in failed_items)]
     return _deduplicate(problems)
+
+
+#: what YAML made of an unquoted key, by Python type name
+_YAML_KINDS = {"int": "a number", "float": "a number", "bool": "a boolean", "NoneType": "null", "date": "a date",
+               "datetime": "a timestamp"}
+
+
+def _is_key_error(error: dict) -> bool:
+    # a mapping key that is not a string: at the top of a model ('invalid_key'), or in a dict field ('[key]')
+    return error["type"] == "invalid_key" or (error["loc"][-1:] == ("[key]",) and error["type"] == "string_type")
+
+
+def _key_problem(error: dict, prefix: Sequence[str | int]) -> Problem:
+    """A non-string key: its path names the key as written (not as a list index), and the fix is to quote it."""
+    loc = [part for part in error["loc"] if part != "[key]" and not _is_union_tag(part)]
+    key = error.get("input")
+    parent = format_path([*prefix, *loc[:-1]])
+    written = _described(key)
+    path = f"{parent}.{written}" if parent else written
+    kind = _YAML_KINDS.get(type(key).__name__, "not a string")
+    return Problem(path, f"the key {written} is read as {kind}, not a string; quote it ('{written}')")
 
 
 def _is_union_tag(part: str | int) -> bool:

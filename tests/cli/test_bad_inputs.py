@@ -103,7 +103,10 @@ CASES = [
          "operator.driver.version: must be a string, got 1.2"),
     case("yes where a name goes", {"c.yaml": "namespace: yes\n"}, "render -f c.yaml",
          "namespace: must be a string, got true"),
-    case("number as a key", {"c.yaml": "1: operator\n"}, "render -f c.yaml", "Keys should be strings"),
+    case("number as a key", {"c.yaml": "1: operator\n"}, "render -f c.yaml",
+         "c.yaml: 1: the key 1 is read as a number, not a string; quote it ('1')"),
+    case("boolean as a label key", {"c.yaml": "operator: {daemonsets: {labels: {yes: x}}}\n"}, "render -f c.yaml",
+         "operator.daemonsets.labels.true: the key true is read as a boolean, not a string"),
     # --- config -----------------------------------------------------------------------------------------------------
     case("unknown top-level key", {"c.yaml": "operater: {}\n"}, "render -f c.yaml -o out",
          "operater: unknown key (check the spelling; keys are camelCase"),

@@ -405,3 +405,13 @@ def test_cross_section_rule(check: str, failing: dict[str, Any], path: str, pass
 
 def test_every_rule_has_a_case() -> None:
     assert {case[0] for case in CASES} == {check.__name__ for check in CHECKS}
+
+
+@pytest.mark.parametrize(("document", "expected"), [
+    ({1: "x"}, "1: the key 1 is read as a number, not a string; quote it ('1')"),
+    ({None: "x"}, "null: the key null is read as null, not a string; quote it ('null')"),
+    ({"operator": {"daemonsets": {"labels": {True: "x"}}}},
+     "operator.daemonsets.labels.true: the key true is read as a boolean, not a string; quote it ('true')"),
+])
+def test_a_key_yaml_did_not_read_as_a_string_is_named_as_written(document: dict[Any, Any], expected: str) -> None:
+    assert [str(problem) for problem in problems_of(document)] == [expected]
