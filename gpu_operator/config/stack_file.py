@@ -87,6 +87,10 @@ def stack_document(data: Mapping[str, Any], source: str) -> StackDocument:
         for key in settings
         if isinstance(key, str) and key.startswith(f"{NAMESPACE}:") and key != CONFIG_KEY and key not in _TARGET_KEYS
     ]
+    notes.extend(
+        f"{key} is not a stack-file setting and is not read (the stack's settings go under config:)"
+        for key in data if key not in _STACK_FILE_KEYS
+    )
     if "environment" in data:
         notes.append("the stack imports Pulumi ESC environments (environment:), which are not read offline: "
                      "settings they provide are not part of this render")

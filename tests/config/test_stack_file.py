@@ -60,3 +60,9 @@ def test_a_null_config_is_the_empty_document(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.s.yaml"
     path.write_text(f"config:\n  {CONFIG_KEY}:\n")
     assert load_config(path) == parse_config({})
+
+
+def test_top_level_keys_pulumi_does_not_know_are_reported() -> None:
+    read = stack_document({"config": {CONFIG_KEY: {}}, "namespace": "gpus"}, "Pulumi.s.yaml")
+    assert read.notes == ("namespace is not a stack-file setting and is not read (the stack's settings go under "
+                          "config:)",)
