@@ -24,6 +24,7 @@ chart defaults, which callers say so when they act on it.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +135,9 @@ def read_text(path: Path | str) -> str:
         return ConfigError([Problem("", message)], str(path))
 
     try:
-        if path.is_dir():
-            return _raise(fail(_directory_message(path)))
-        if path.exists() and not path.is_file():
-            return _raise(fail("is not a regular file (a device, FIFO or socket); give the path of a YAML file"))
+        refused = _not_a_file(path)
+        if refused:
+            raise fail(refused)
         with path.open("rb") as stream:
             data = stream.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
@@ -154,17 +154,18 @@ def read_text(path: Path | str) -> str:
     return _decode(data, fail)
 
 
-def _raise(error: ConfigError) -> str:
-    raise error
+def _not_a_file(path: Path) -> str | None:
+    """Why an existing path is not a file to read (a directory, a device, a FIFO), or None."""
+    if path.is_dir():
+        candidates = sorted(p.name for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())[:3]
+        hint = f" such as {', '.join(str(path / name) for name in candidates)}" if candidates else ""
+        return f"is a directory; give the path of a YAML file{hint}"
+    if path.exists() and not path.is_file():
+        return "is not a regular file (a device, FIFO or socket); give the path of a YAML file"
+    return None
 
 
-def _directory_message(path: Path) -> str:
-    candidates = sorted(p.name for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())[:3]
-    hint = f" such as {', '.join(str(path / name) for name in candidates)}" if candidates else ""
-    return f"is a directory; give the path of a YAML file{hint}"
-
-
-def _decode(data: bytes, fail: Any) -> str:
+def _decode(data: bytes, fail: Callable[[str], ConfigError]) -> str:
     for bom, encoding in _OTHER_BOMS:
         if data.startswith(bom):
             raise fail(f"is {encoding} text (byte-order mark at byte offset 0); save the file as UTF-8")
