@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ DEEP_BLOCK = "".join("  " * depth + f"k{depth}:\n" for depth in range(150)) + " 
 CLUSTER_POLICY = "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
 
 
-def case(name: str, files: dict[str, str | bytes], command: str, expected: str) -> pytest.param:  # type: ignore[valid-type]
+def case(name: str, files: dict[str, str | bytes], command: str, expected: str) -> Any:
     return pytest.param(files, shlex.split(command), expected, id=name)
 
 
@@ -166,7 +167,8 @@ CASES = [
     case("Kata manager", {"c.yaml": "operator: {kataManager: {enabled: true}}\n"}, "render -f c.yaml",
          "operator.kataManager.enabled: the Kata manager is never deployed since GPU Operator v26"),
     case("ServiceMonitor without Prometheus Operator",
-         {"c.yaml": "cluster: {prometheusOperator: false}\noperator: {dcgmExporter: {serviceMonitor: {enabled: true}}}\n"},
+         {"c.yaml": "cluster: {prometheusOperator: false}\n"
+                    "operator: {dcgmExporter: {serviceMonitor: {enabled: true}}}\n"},
          "render -f c.yaml", "a ServiceMonitor needs the Prometheus Operator's CRDs"),
     case("invalid image repository", {"c.yaml": "operator: {driver: {repository: NVCR.io/Nvidia, image: driver, "
                                                 "version: '1'}}\n"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,7 +17,7 @@ EMPTY_NOTE = "holds an empty document: rendering it (the GPU Operator chart's de
 MIXED = {"operator": {"mig": {"strategy": "mixed"}}}
 
 
-def case(name: str, content: str | bytes, document: dict, note: str = "") -> pytest.param:  # type: ignore[valid-type]
+def case(name: str, content: str | bytes, document: dict, note: str = "") -> Any:
     return pytest.param(content, document, note, id=name)
 
 
