@@ -21,6 +21,7 @@ from gpu_operator.config import GpuStackConfig, load_config
 from tests.e2e.apply import KindTable, server_side_apply, wait_established
 from tests.e2e.control_plane import ControlPlane, start_control_plane
 from tests.e2e.nodes import FLEET_CONFIG, SimulatedNode, fleet_nodes, node_object
+from tests.e2e.report import NOTES, note
 from tests.e2e.tools import E2eTools, locate_tools
 from tests.e2e.waiting import wait_until
 from tests.support.reference import REFERENCE_DATA
@@ -79,7 +80,7 @@ def kinds(admin: Client) -> KindTable:
     failures = server_side_apply(admin, crds, table, dry_run=False)
     assert not failures, "the API server refused upstream CRDs:\n" + "\n".join(map(str, failures))
     wait_established(admin, [crd["metadata"]["name"] for crd in crds])
-    print(f"\ne2e: applied {len(crds)} upstream CRDs from the shared reference data; the NFD and Network Operator "
+    note(f"applied {len(crds)} upstream CRDs from the shared reference data; the NFD and Network Operator "
           "charts cannot be pulled here, so they are off in these runs")
     return table
 
@@ -118,3 +119,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             tails = [f"--- {p.name} ({p.log}) ---\n{p.tail(6)}" for p in plane.processes]
             report.sections.append(("control plane logs", "\n".join(tails)))
     return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if NOTES:
+        terminalreporter.section("e2e report")
+        for line in NOTES:
+            terminalreporter.write_line(line)

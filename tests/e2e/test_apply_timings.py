@@ -19,6 +19,7 @@ from gpu_operator.config import parse_config
 from gpu_operator.render import render
 from tests.e2e.apply import KindTable, server_side_apply
 from tests.e2e.nodes import FLEET_CONFIG
+from tests.e2e.report import note
 
 pytestmark = pytest.mark.e2e
 
@@ -65,5 +66,5 @@ def test_server_side_apply_baseline_from_1_to_20_pools(admin: Client, kinds: Kin
                 if error.status.code not in (404, 409):
                     raise
     assert len(counts) == 1, f"the object count depends on the pool count: {counts}"
-    print("\nserver-side apply of the rendered objects (seconds, this machine, this run):\n"
+    note("server-side apply of the rendered objects (seconds, this machine, this run):\n"
           f"{'pools':>5} {'objects':>7} {'first':>10} {'re-apply':>10} {'dry run':>10}\n" + "\n".join(rows))

@@ -38,6 +38,7 @@ from tests.e2e.control_plane import ControlPlane
 from tests.e2e.nodes import BARE_GPU_NODE, CPU_NODE, FLEET_CONFIG, SimulatedNode
 from tests.e2e.placement import expected_nodes
 from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
+from tests.e2e.report import note
 from tests.e2e.scrape import run_exporter_until, run_metrics_exporter_until
 from tests.e2e.waiting import wait_until
 
@@ -138,7 +139,7 @@ def _check_rbac(plane: ControlPlane, objects: list[Object], namespace: str, acco
     refused = forbidden(requests)
     assert not refused, f"{agent} lacks rules in the rendered RBAC of {account}:\n" + "\n".join(map(str, refused))
     unused = unused_grants(granted_rules(objects, namespace, account), requests)
-    print(f"\n{agent} as {namespace}/{account}: {len(requests)} requests, none refused; granted but unused: "
+    note(f"{agent} as {namespace}/{account}: {len(requests)} requests, none refused; granted but unused: "
           + (", ".join(unused) if unused else "none"))
 
 
@@ -313,7 +314,7 @@ def test_a_config_change_updates_exactly_what_its_render_changes(
         "in the render diff but unchanged": sorted(expected_changed - changed),
     }
     assert all(_versions(admin, table, [new[key]]) for key in added)
-    print(f"\ntime-slicing on: {len(changed)} objects updated ({', '.join(sorted(k[3] for k in changed))}), "
+    note(f"time-slicing on: {len(changed)} objects updated ({', '.join(sorted(k[3] for k in changed))}), "
           f"{len(added)} added ({', '.join(sorted(k[3] for k in added))}), {len(removed)} removed")
     deployed[:] = [*updated, *(old[key] for key in removed)]
 
