@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, Self
 
-import yaml
 from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.yaml_reader import parse_yaml_value
 from gpu_operator.config.clusterpolicy.plugins import MigStrategy
 
 __all__ = [
@@ -168,5 +168,5 @@ class DevicePluginConfig(ConfigModel):
 def parse_device_plugin_config(value: Any) -> Any:
     """Accept a config as a mapping or as YAML text (the form Helm's `config.data` uses)."""
     if isinstance(value, str):
-        return yaml.safe_load(value) or {}
+        return parse_yaml_value(value) or {}
     return value

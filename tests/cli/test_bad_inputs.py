@@ -150,6 +150,19 @@ CASES = [
                                           "configs: {devicePlugin: {m: {sharing: {mps: {resources: "
                                           "[{name: nvidia.com/gpu, replicas: 2}]}}}}}\n"},
          "render -f c.yaml", "configs.devicePlugin.m.sharing.mps: MPS cannot be used with the 'mixed' MIG strategy"),
+    case("device-plugin config as bad YAML text", {"c.yaml": "configs: {devicePlugin: {a: 'a: b: c'}}\n"},
+         "render -f c.yaml", "configs.devicePlugin: not valid YAML: line 1, column 5: mapping values are not allowed"),
+    case("device-plugin config as runaway YAML text",
+         {"c.yaml": "configs:\n  devicePlugin:\n    a: '" + "[" * 3000 + "'\n"},
+         "render -f c.yaml", "nested deeper than 100 levels"),
+    case("Helm device-plugin data nested too deep",
+         {"v.yaml": "devicePlugin:\n  config:\n    name: dp\n    create: true\n    data:\n      a: '"
+                    + "[" * 3000 + "'\n"},
+         "import-values v.yaml", "devicePlugin.config.data.a: not valid YAML"),
+    case("Helm device-plugin data with a duplicate key",
+         {"v.yaml": "devicePlugin:\n  config:\n    name: dp\n    create: true\n    data:\n"
+                    "      a: 'version: v1\n\n        version: v1'\n"},
+         "import-values v.yaml", "duplicate key"),
     case("device-plugin configs without a name", {"c.yaml": "configs: {devicePlugin: {a: {version: v1}}}\n"},
          "render -f c.yaml", "operator.devicePlugin.config.name: required when configs.devicePlugin is set"),
     case("mig-parted config without all-disabled",

@@ -28,10 +28,9 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
-import yaml
-
 from gpu_operator.config.importers.helm_rules import Handle, Translation
 from gpu_operator.config.importers.paths import described, get_path, is_empty, merge_over
+from gpu_operator.config.yaml_reader import parse_yaml_value
 
 __all__ = [
     "DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN", "DEFAULT_RUNTIME",
@@ -58,11 +57,9 @@ def _yaml_text(t: Translation, path: str, text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        return yaml.safe_load(text) or {}
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        t.problem(path, f"not valid YAML{where}: {getattr(error, 'problem', None) or error}")
+        return parse_yaml_value(text) or {}
+    except ValueError as error:
+        t.problem(path, f"not valid YAML: {error}")
         return None
 
 

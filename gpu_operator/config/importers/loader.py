@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.importers.clusterpolicy_manifest import KIND, import_clusterpolicy
 from gpu_operator.config.importers.helm_values import import_helm_values
+from gpu_operator.config.yaml_reader import read_yaml_documents
 
 __all__ = ["load_import", "is_manifest"]
 
@@ -23,10 +22,7 @@ def is_manifest(data: Any) -> bool:
 
 
 def _documents(path: Path) -> list[Any]:
-    try:
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except yaml.YAMLError as error:
-        raise ConfigError([Problem("", f"not valid YAML: {error}")], str(path)) from None
+    documents = read_yaml_documents(path)
     listed = [item for d in documents if is_manifest(d) and d.get("kind") == "List" for item in d.get("items") or []]
     return [d for d in documents if not (is_manifest(d) and d.get("kind") == "List")] + listed
 
