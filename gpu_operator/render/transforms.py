@@ -104,6 +104,11 @@ def _host_paths(ctx: RenderContext, pod: Object) -> None:
                     volume_mount["mountPath"] = paths.driver_install_dir
 
 
+#: Containers whose pull policy comes from a section of their own (`*.driverManager`), even when they share the
+#: operand's image (the vfio manager's default image is the driver manager's).
+_OWN_PULL_POLICY = frozenset({"k8s-driver-manager"})
+
+
 def _add_pull_secrets(pod: Object, secrets: Iterable[str]) -> None:
     current = pod.setdefault("imagePullSecrets", [])
     for secret in secrets:
@@ -117,7 +122,7 @@ def _operand(ctx: RenderContext, pod: Object, section: str, spec: ImageFields, m
     image = operand_image(ctx, section, spec)
     policy = pull_policy(ctx, section, spec)
     for container in containers_of(pod):
-        if container.get("image") == image:
+        if container.get("image") == image and container["name"] not in _OWN_PULL_POLICY:
             container["imagePullPolicy"] = policy
     _add_pull_secrets(pod, pull_secrets(ctx, section, spec))
     resources = getattr(spec, "resources", None)

@@ -119,14 +119,6 @@ REFUSED: dict[str, str] = {
     "driver.certConfig": "a render cannot read the ConfigMap",
 }
 
-#: Kept keys whose render is wrong today, with the defect (strict: the test fails once the render is fixed).
-RENDER_DEFECTS: dict[str, str] = {
-    "vfioManager.driverManager.imagePullPolicy": (
-        "the vfio manager's pull policy is applied to every container with its image, and its default image is "
-        "the driver manager's, so the init container's own imagePullPolicy is overwritten (NVIDIA sets it first)"
-    ),
-}
-
 KEPT = sorted(key for key, rule in HELM_RULES.items() if isinstance(rule, (Copy, Handle)))
 
 
@@ -170,8 +162,7 @@ def test_every_kept_key_is_walked() -> None:
 
 @pytest.mark.parametrize(
     "key",
-    [pytest.param(key, marks=pytest.mark.xfail(reason=RENDER_DEFECTS[key], strict=True)) if key in RENDER_DEFECTS
-     else key for key in KEPT],
+    KEPT,
 )
 def test_a_kept_value_changes_the_render_or_is_reported(key: str) -> None:
     base = _context(key)

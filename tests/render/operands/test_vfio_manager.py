@@ -14,6 +14,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import with_agents
 
 ENABLED = {"operator": {"sandboxWorkloads": {"enabled": True}}}
 NVIDIA = {**ENABLED, "agents": {"implementation": "nvidia"}}
@@ -83,7 +84,7 @@ def test_driver_manager_unbinds_without_eviction_or_drain() -> None:
     values = env_of(init)
     assert (values["ENABLE_GPU_POD_EVICTION"], values["ENABLE_AUTO_DRAIN"]) == ("false", "false")
     assert mounts(init) == {"run-nvidia": "/run/nvidia", "host-root": "/host", "host-sys": "/sys"}
-    agent_init = container(_daemonset(ENABLED), "k8s-driver-manager")
+    agent_init = container(_daemonset(with_agents(ENABLED)), "k8s-driver-manager")
     assert agent_init["command"] == ["gpu-operator-agent", "driver-manager"]
 
 
@@ -104,3 +105,15 @@ def test_custom_root_fs_moves_host_root() -> None:
     ds = _daemonset(document)
     assert volume_paths(ds)["host-root"] == "/host-fs"
     assert env_of(container(ds, "nvidia-vfio-manager"))["HOST_ROOT"] == "/host-fs"
+
+
+def test_driver_manager_keeps_its_own_pull_policy_beside_the_vfio_managers() -> None:
+    """NVIDIA's TransformVFIOManager sets the vfio manager container's pull policy and the driver manager's from
+    `driverManager`; the two default to the same image, so matching containers by image must not merge them."""
+    document = {"operator": {
+        "sandboxWorkloads": {"enabled": True},
+        "vfioManager": {"imagePullPolicy": "Always", "driverManager": {"imagePullPolicy": "Never"}},
+    }}
+    ds = _daemonset(document)
+    assert container(ds, "nvidia-vfio-manager")["imagePullPolicy"] == "Always"
+    assert container(ds, "k8s-driver-manager")["imagePullPolicy"] == "Never"
