@@ -19,9 +19,11 @@ from lightkube import ApiError, Client
 from lightkube.core import resource as lk_resource
 from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import Namespace
 
-__all__ = ["ApplyFailure", "KindTable", "object_id", "server_side_apply", "wait_established"]
+__all__ = ["ApplyFailure", "KindTable", "ensure_namespaces", "object_id", "server_side_apply", "wait_established"]
 
 Object = dict[str, Any]
 
@@ -93,6 +95,20 @@ def server_side_apply(
         except KeyError as error:
             failures.append(ApplyFailure(object_id(obj), 0, str(error)))
     return failures
+
+
+def ensure_namespaces(client: Client, objects: Iterable[Object]) -> None:
+    """Create (for real, bare) every namespace the objects live in or declare: a dry-run Namespace does not exist
+    for the dry-run objects in it."""
+    objects = list(objects)
+    names = {obj["metadata"]["namespace"] for obj in objects if obj["metadata"].get("namespace")}
+    names |= {obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"}
+    for name in sorted(names):
+        try:
+            client.create(Namespace(metadata=ObjectMeta(name=name)))
+        except ApiError as error:
+            if error.status.code != 409:
+                raise
 
 
 def wait_established(client: Client, names: Iterable[str], timeout: float = 60.0) -> None:

@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import ApiError, Client
-from lightkube.resources.core_v1 import Namespace
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube import Client
 
 from gpu_operator.config import GpuStackConfig, load_config, parse_config
 from gpu_operator.render import render
-from tests.e2e.apply import KindTable, server_side_apply
+from tests.e2e.apply import KindTable, ensure_namespaces, server_side_apply
 from tests.e2e.nodes import FLEET_CONFIG
 from tests.golden.cases import CASES
 from tests.support.stack_programs import stack_files
@@ -40,24 +38,13 @@ CONFIGS: dict[str, Any] = {
 }
 
 
-def _ensure_namespaces(admin: Client, objects: list[dict[str, Any]]) -> None:
-    names = {obj["metadata"]["namespace"] for obj in objects if obj["metadata"].get("namespace")}
-    names |= {obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"}
-    for name in sorted(names):
-        try:
-            admin.create(Namespace(metadata=ObjectMeta(name=name)))
-        except ApiError as error:
-            if error.status.code != 409:
-                raise
-
-
 @pytest.mark.parametrize("case", sorted(CONFIGS))
 def test_every_rendered_object_passes_server_side_dry_run(case: str, admin: Client, kinds: KindTable) -> None:
     objects = render(CONFIGS[case]())
     assert objects, f"{case} rendered nothing"
     table = KindTable(custom=dict(kinds.custom))
     table.learn(objects)
-    _ensure_namespaces(admin, objects)
+    ensure_namespaces(admin, objects)
     failures = server_side_apply(admin, objects, table, dry_run=True, field_manager="e2e-dry-run")
     assert not failures, f"the API server refused {len(failures)} of {len(objects)} objects of {case}:\n" + "\n".join(
         map(str, failures)
@@ -67,7 +54,7 @@ def test_every_rendered_object_passes_server_side_dry_run(case: str, admin: Clie
 def test_a_misspelt_field_or_an_invalid_value_is_refused(admin: Client, kinds: KindTable) -> None:
     """The guard on the test above: the harness must see what a real API server refuses, not what it drops."""
     objects = render(CONFIGS["default"]())
-    _ensure_namespaces(admin, objects)
+    ensure_namespaces(admin, objects)
     daemonset = next(obj for obj in objects if obj["kind"] == "DaemonSet")
     misspelt = {**daemonset, "spec": {**daemonset["spec"], "updateStrategie": {"type": "OnDelete"}}}
     bad_label = {**daemonset, "metadata": {**daemonset["metadata"], "labels": {"app": "not a valid label value"}}}
