@@ -29,7 +29,7 @@ test: setup test-tools
 	$(PY) -m pytest tests --ignore=tests/bench --ignore=tests/e2e -q
 
 ## Build the end-to-end tier's programs (etcd, Kubernetes control plane, KWOK, Pulumi CLI) from the Go module
-## proxy into a cache outside the repository; idempotent and resumable. The first build takes about an hour.
+## proxy into a cache outside the repository; idempotent and resumable. The first build takes about 40 minutes.
 e2e-tools:
 	./tools/e2e/build.sh
 
