@@ -183,22 +183,26 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _import_values(args: argparse.Namespace, out: TextIO) -> int:
-    from gpu_operator.config.importers import ignored_helm_values, load_import
+    from gpu_operator.config.importers import ignored_clusterpolicy_values, ignored_helm_values, load_import
     from gpu_operator.config.importers.loader import is_manifest
+    from gpu_operator.config.loader import yaml_kind
     from gpu_operator.config.yaml_reader import read_yaml_documents
 
     documents = read_yaml_documents(args.values)  # refuses what plain YAML reading lets through, before importing
     if not documents:
         _note(f"{args.values} is empty: importing the chart's defaults")
     elif not all(isinstance(document, dict) for document in documents):
-        kind = next(type(d).__name__ for d in documents if not isinstance(d, dict))
-        raise ConfigError([Problem("", f"must hold a mapping (Helm values) or a manifest, but holds a {kind}")],
+        kind = next(yaml_kind(d) for d in documents if not isinstance(d, dict))
+        raise ConfigError([Problem("", f"must hold a mapping (Helm values) or a manifest, but holds {kind}")],
                           str(args.values))
     document = load_import(args.values, namespace=args.namespace)
     out.write(dump_yaml(document))
     if len(documents) == 1 and not is_manifest(documents[0]):
         for key, reason in ignored_helm_values(documents[0]).items():
             _note(f"{key} not imported: {reason}")
+    for manifest in (d for d in documents if is_manifest(d) and d.get("kind") == "ClusterPolicy"):
+        for key, reason in ignored_clusterpolicy_values(manifest).items():
+            _note(f"{key} has no effect here: {reason}")
     return 0
 
 

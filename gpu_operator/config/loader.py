@@ -24,7 +24,7 @@ from gpu_operator.config.errors import ConfigError, Problem, problems_from_valid
 from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
 from gpu_operator.config.yaml_reader import read_yaml_document
 
-__all__ = ["parse_config", "load_config", "load_document", "read_yaml_mapping", "BUILTIN_DEFAULT"]
+__all__ = ["parse_config", "load_config", "load_document", "read_yaml_mapping", "yaml_kind", "BUILTIN_DEFAULT"]
 
 #: The built-in default stack that `make run` renders: an AKS H100 pool with the full operator.
 BUILTIN_DEFAULT = Path(__file__).with_name("builtin") / "default.yaml"
@@ -51,14 +51,19 @@ _YAML_TYPES = {"list": "a list", "str": "a string", "int": "a number", "float": 
                "date": "a date", "datetime": "a timestamp", "bytes": "binary data"}
 
 
+def yaml_kind(value: Any) -> str:
+    """What a YAML value is, in YAML's words ("a list", "a string"), for messages that never name a Python type."""
+    return _YAML_TYPES.get(type(value).__name__, "a value that is not a mapping")
+
+
 def read_yaml_mapping(path: Path | str) -> dict[str, Any]:
     """Load one YAML document that must be a mapping (an empty file is an empty mapping)."""
     data = read_yaml_document(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
-        kind = _YAML_TYPES.get(type(data).__name__, type(data).__name__)
-        raise ConfigError([Problem("", f"must hold a mapping of settings (key: value lines), but holds {kind}")],
+        raise ConfigError([Problem("", f"must hold a mapping of settings (key: value lines), but holds "
+                                       f"{yaml_kind(data)}")],
                           str(path))
     return data
 

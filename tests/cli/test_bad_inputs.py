@@ -267,6 +267,7 @@ CASES = [
          "byte 0xe9 at byte offset 19 (line 2)"),
     case("import: list", {"v.yaml": "- driver\n"}, "import-values v.yaml",
          "v.yaml: must hold a mapping (Helm values) or a manifest, but holds a list"),
+    case("import: a number", {"v.yaml": "42\n"}, "import-values v.yaml", "but holds a number"),
     case("import: list among documents", {"v.yaml": CLUSTER_POLICY + "---\n- x\n"}, "import-values v.yaml",
          "but holds a list"),
     case("import: two values documents", {"v.yaml": "driver: {}\n---\ntoolkit: {}\n"}, "import-values v.yaml",

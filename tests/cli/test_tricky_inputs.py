@@ -61,3 +61,15 @@ def test_an_empty_values_file_imports_the_defaults_and_says_so(
     out, err = capsys.readouterr()
     parse_config(yaml.safe_load(out))
     assert f"note: {values} is empty: importing the chart's defaults" in err
+
+
+def test_a_clusterpolicy_import_notes_the_fields_that_change_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "cp.yaml"
+    manifest.write_text("apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
+                        "spec:\n  dcgm: {enabled: true, hostPort: 5555}\n")
+    assert main(["import-values", str(manifest)]) == 0
+    out, err = capsys.readouterr()
+    parse_config(yaml.safe_load(out))
+    assert "note: spec.dcgm.hostPort has no effect here: NVIDIA's operator has not used it since v24.9" in err
