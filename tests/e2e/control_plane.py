@@ -15,13 +15,15 @@ a program that exits early fails the start with the tail of its log.
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import secrets
 import signal
 import socket
 import ssl
 import subprocess
-import json
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -57,6 +59,17 @@ _AUDIT_POLICY = {
 
 class ControlPlaneError(RuntimeError):
     """A program of the control plane did not start or did not become ready."""
+
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the test process dies, even by SIGKILL (Linux), so a killed
+    pytest leaves no control plane behind."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 def free_port() -> int:
@@ -162,7 +175,7 @@ class ControlPlane:
         with log.open("wb") as out:
             popen = subprocess.Popen(
                 list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
-                start_new_session=True, env={**os.environ, "KUBECONFIG": ""},
+                start_new_session=True, env={**os.environ, "KUBECONFIG": ""}, preexec_fn=_die_with_parent,
             )
         process = _Process(name, popen, log)
         self.processes.append(process)
