@@ -6,9 +6,9 @@ any pool. The tests then run in this order on the same objects:
 
 1. every DaemonSet's pods land on exactly the nodes its selector picks and whose taints it tolerates;
 2. each agent that calls the API (feature discovery, validator, node status exporter, and the metrics exporter,
-   which reads pods for their labels in this fleet) runs as a local process
-   with a token of the service account its DaemonSet runs as: what it must publish is there, the API server
-   answered none of its requests with 403, and the granted rules it never used are printed;
+   which reads pods for their labels in this fleet) runs as a local process with a token of the service account
+   its DaemonSet runs as: what it must publish is there, the API server answered none of its requests with 403,
+   and the granted rules it never used are reported;
 3. applying the same render again changes no object (no perpetual diff), and a config change (time-slicing on)
    changes exactly the objects whose render changed, adds the new ones, and removes the ones it no longer renders;
 4. deleting every object leaves nothing of ours behind and no namespace Terminating (the garbage collector and
@@ -140,7 +140,7 @@ def _check_rbac(plane: ControlPlane, objects: list[Object], namespace: str, acco
     assert not refused, f"{agent} lacks rules in the rendered RBAC of {account}:\n" + "\n".join(map(str, refused))
     unused = unused_grants(granted_rules(objects, namespace, account), requests)
     note(f"{agent} as {namespace}/{account}: {len(requests)} requests, none refused; granted but unused: "
-          + (", ".join(unused) if unused else "none"))
+         + (", ".join(unused) if unused else "none"))
 
 
 def _gpu_node(fleet: list[SimulatedNode], pool: str) -> SimulatedNode:
