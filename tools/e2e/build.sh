@@ -4,9 +4,11 @@
 # Each folder beside this script holds a small go.mod (and its go.sum) whose `tool` lines name the commands to build;
 # no upstream source is kept in the repository. Binaries land in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/pulumi-gpu-operator/e2e/<key>/bin
-# where <key> names the versions and hashes the go.mod/go.sum files, so a version bump builds into a fresh directory. Every binary is written to a temporary name and renamed when complete: a rerun skips what is
-# built and resumes an interrupted build. The directory gets a `complete` stamp once every tool is there; `.ci/run`
-# and `make e2e` look only at that stamp.
+# where <key> names the versions and hashes the go.mod/go.sum files, so a version bump builds into a fresh
+# directory. Every binary is written to a temporary name and renamed when complete: a rerun skips what is built
+# and resumes an interrupted build. The directory gets a `complete` stamp once every tool is there; `.ci/run` and
+# `make e2e` look only at that stamp. Pulumi's Kubernetes provider and its Python and Node.js language hosts are
+# not built: the proxy refuses their versions (see README.md beside this script).
 #
 # Usage: build.sh            build what is missing, printing progress
 #        build.sh --bin-dir  print the bin directory of the current key (builds nothing)
@@ -105,7 +107,9 @@ for entry in "${TOOLS[@]}"; do
   (cd "$here/$folder" && go build -ldflags "-s -w $ldflags" -o "$bin/.$name.partial" "$package")
   mv -f "$bin/.$name.partial" "$bin/$name"
   say "($n/$total) $name: built ($(du -h "$bin/$name" | cut -f1))"
-  [[ "$name" == kwok ]] && install_kwok_stages
+  if [[ "$name" == kwok ]]; then
+    install_kwok_stages
+  fi
 done
 install_kwok_stages
 
