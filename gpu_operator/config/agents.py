@@ -1,29 +1,45 @@
-"""The agents image and which operands run our Python agents instead of NVIDIA's programs.
+"""The agents image, and which operands run our Python agents instead of NVIDIA's programs.
 
 Seven operands are designed to run a drop-in agent from one image, as `gpu-operator-agent <name>`, with the same
 env and mounts as the upstream container: feature discovery, metrics exporter, device plugin, MIG manager,
-validator, node status exporter and driver manager. Any of them can run NVIDIA's image instead
-(`implementation: nvidia`), rendered exactly as the upstream operator renders it.
+validator, node status exporter and driver manager. This release's image ships four of those agents
+(:data:`SHIPPED_AGENTS`); the device plugin (with its config-manager), MIG manager and driver manager run
+NVIDIA's programs until theirs ship, and asking for an unshipped one by name is an error rather than a pod that
+cannot start.
 
-This release's image ships four of those agents (:data:`SHIPPED_AGENTS`). The device plugin (with its
-config-manager), MIG manager and driver manager run NVIDIA's programs until their agents ship: `implementation:
-agents` applies to the shipped agents, and asking for an unshipped one by name is an error rather than a pod
-that cannot start.
+Nobody publishes the agents image for you, so our agents run only where an image exists: `image` names one you
+pushed (`make image`, then push it), or `build` has the stack build the package's Dockerfile and push it to an
+Azure Container Registry (`gpu_operator.components.AgentsImage`). Without either, every operand runs NVIDIA's
+published image, as the chart does; asking for agents without an image is an error that names both fixes. With an
+image, `implementation` (default `agents`) and per-operand `overrides` choose between ours and NVIDIA's.
+:func:`choose_implementation` makes that choice, with its reason, for the render and for the summary alike.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpu_operator import __version__
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import DIGEST_PATTERN
 from gpu_operator.config.kube import ImagePullPolicy
 
-__all__ = ["AgentsImage", "AgentsConfig", "AgentOperand", "Implementation", "AGENT_OPERANDS", "SHIPPED_AGENTS"]
+__all__ = [
+    "AGENT_OPERANDS",
+    "AgentChoice",
+    "AgentOperand",
+    "AgentsBuild",
+    "AgentsConfig",
+    "AgentsImage",
+    "AgentsRegistry",
+    "Implementation",
+    "SHIPPED_AGENTS",
+    "choose_implementation",
+]
 
 Implementation = Literal["agents", "nvidia"]
 AgentOperand = Literal[
@@ -44,23 +60,57 @@ AGENT_OPERANDS: dict[str, str] = {
 SHIPPED_AGENTS: frozenset[str] = frozenset({"gfd", "dcgmExporter", "validator", "nodeStatusExporter"})
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# The distribution reference grammar: lower-case path components joined by '.', '_', '__' or dashes.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REPOSITORY_PATH = re.compile(rf"^{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
+_DOMAIN = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?$")
+# ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.
+_ACR_NAME = re.compile(r"^[A-Za-z0-9]{5,50}$")
+_RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
+_NEEDS_IMAGE = (
+    "needs the agents image, which nobody publishes for you: set agents.image to an image you pushed "
+    "(build it with `make image`), or agents.build to have the stack build and push it"
+)
+
+
+def _check_repository(value: str, *, domain_allowed: bool) -> str:
+    """A repository as the distribution reference grammar allows it (optionally with a registry domain)."""
+    first, _, rest = value.partition("/")
+    has_domain = domain_allowed and bool(rest) and ("." in first or ":" in first or first == "localhost")
+    path = rest if has_domain else value
+    if (has_domain and not _DOMAIN.match(first)) or not _REPOSITORY_PATH.match(path):
+        example = "registry.example.com/gpu/agents" if domain_allowed else "gpu-operator-agents"
+        raise ValueError(
+            f"{value!r} is not an image repository: path components are lower-case letters and digits joined by "
+            f"'.', '_' or '-', separated by '/' (e.g. {example!r})"
+        )
+    return value
+
+
+def _check_tag(value: str) -> str:
+    if not _TAG.match(value):
+        raise ValueError(f"{value!r} is not a valid image tag (up to 128 letters, digits, '_', '.', '-')")
+    return value
 
 
 class AgentsImage(ConfigModel):
-    """The agents image reference: repository plus a tag, a digest, or both (the digest wins)."""
+    """An agents image you pushed: repository plus a tag, a digest, or both (the digest wins)."""
 
-    repository: str = "ghcr.io/pulumi-gpu-operator/agents"
-    tag: str = __version__
+    repository: str = Field(description="registry and repository, e.g. myregistry.azurecr.io/gpu-operator-agents")
+    tag: str = Field(default=__version__, description="default: this package's version")
     digest: str = ""
     pull_policy: ImagePullPolicy = "IfNotPresent"
     pull_secrets: tuple[str, ...] = ()
 
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return _check_repository(value, domain_allowed=True)
+
     @field_validator("tag")
     @classmethod
     def _tag(cls, value: str) -> str:
-        if value and not _TAG.match(value):
-            raise ValueError(f"{value!r} is not a valid image tag")
-        return value
+        return _check_tag(value)
 
     @field_validator("digest")
     @classmethod
@@ -77,11 +127,80 @@ class AgentsImage(ConfigModel):
         return f"{self.repository}:{self.tag}"
 
 
-class AgentsConfig(ConfigModel):
-    """Where the agents image lives and, per operand, whose implementation runs."""
+class AgentsRegistry(ConfigModel):
+    """The Azure Container Registry the stack pushes the agents image to: an existing one, or one it creates."""
 
-    image: AgentsImage = AgentsImage()
-    implementation: Implementation = Field(default="agents", description="default for every agent-capable operand")
+    resource_group: str
+    name: str = Field(description="the registry's name (5-50 letters and digits); login server <name>.azurecr.io")
+    create: bool = Field(default=False, description="create the registry (admin user enabled, for the push)")
+    sku: Literal["Basic", "Standard", "Premium"] = "Basic"
+    location: str | None = Field(default=None, description="with create; default: the resource group's location")
+
+    @field_validator("resource_group")
+    @classmethod
+    def _resource_group(cls, value: str) -> str:
+        if not _RESOURCE_GROUP.match(value) or value.endswith("."):
+            raise ValueError(f"{value!r} is not a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')')")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _ACR_NAME.match(value):
+            raise ValueError(f"{value!r} is not an Azure Container Registry name (5-50 letters and digits)")
+        return value
+
+    @model_validator(mode="after")
+    def _location_only_when_created(self) -> Self:
+        if self.location is not None and not self.create:
+            raise ValueError("location applies only to a registry the stack creates (create: true); remove it")
+        return self
+
+    @property
+    def login_server(self) -> str:
+        return f"{self.name.lower()}.azurecr.io"
+
+
+class AgentsBuild(ConfigModel):
+    """Build the agents image from the package's Dockerfile during `pulumi up` and push it to `registry`.
+
+    The operands reference the pushed image by digest; the AKS cluster's kubelet identity gets `AcrPull` on the
+    registry, so no pull secret is needed.
+    """
+
+    registry: AgentsRegistry
+    repository: str = "gpu-operator-agents"
+    tag: str = Field(default=__version__, description="default: this package's version")
+    context: str = Field(
+        default="", description="directory holding the Dockerfile and the package source (default: this package's)"
+    )
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return _check_repository(value, domain_allowed=False)
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, value: str) -> str:
+        return _check_tag(value)
+
+    @property
+    def image(self) -> AgentsImage:
+        """The pushed image by tag: what the render references until the build's digest is known."""
+        return AgentsImage(repository=f"{self.registry.login_server}/{self.repository}", tag=self.tag)
+
+
+class AgentsConfig(ConfigModel):
+    """Where the agents image comes from and, per operand, whose implementation runs."""
+
+    configured_image: AgentsImage | None = Field(
+        default=None, alias="image", description="an agents image you pushed (see `make image`)"
+    )
+    build: AgentsBuild | None = Field(default=None, description="build and push the agents image with the stack")
+    implementation: Implementation | None = Field(
+        default=None, description="for every shipped agent; default agents with an image or build, else nvidia"
+    )
     overrides: dict[AgentOperand, Implementation] = Field(
         default={}, description="per-operand choice, keyed by ClusterPolicy section (devicePlugin, gfd, ...)"
     )
@@ -101,8 +220,66 @@ class AgentsConfig(ConfigModel):
             )
         return value
 
+    @model_validator(mode="after")
+    def _image_exists(self) -> Self:
+        if self.configured_image is not None and self.build is not None:
+            raise ValueError(
+                "image and build both name the agents image: keep image (one you pushed) or build (the stack "
+                "builds and pushes it), not both"
+            )
+        if self.image_source is None:
+            asked = [f"overrides.{s}" for s, choice in sorted(self.overrides.items()) if choice == "agents"]
+            if self.implementation == "agents":
+                asked.insert(0, "implementation")
+            if asked:
+                raise ValueError(f"agents ({', '.join(asked)}) {_NEEDS_IMAGE}; or remove the agents choice")
+        return self
+
+    @property
+    def image_source(self) -> str | None:
+        """Which key provides the agents image (`agents.image` or `agents.build`), or None."""
+        if self.configured_image is not None:
+            return "agents.image"
+        if self.build is not None:
+            return "agents.build"
+        return None
+
+    @property
+    def image(self) -> AgentsImage:
+        """The agents image the operands reference (a built image by its tag until the build's digest is known)."""
+        if self.configured_image is not None:
+            return self.configured_image
+        if self.build is not None:
+            return self.build.image
+        raise LookupError(f"no agents image is configured: an operand that {_NEEDS_IMAGE}")
+
     def implementation_of(self, operand: str) -> Implementation:
         """Which implementation runs `operand` (a ClusterPolicy section name or `driverManager`)."""
-        if operand not in AGENT_OPERANDS or operand not in SHIPPED_AGENTS:
-            return "nvidia"
-        return self.overrides.get(operand, self.implementation)  # type: ignore[arg-type]
+        return choose_implementation(self, operand).implementation
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """Whose program runs an operand, and why (`nvidia: no agents image configured`)."""
+
+    implementation: Implementation
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.implementation}: {self.reason}"
+
+
+def choose_implementation(agents: AgentsConfig, section: str | None) -> AgentChoice:
+    """Whose program runs the operand of ClusterPolicy `section` (None: an operand no agent is designed for)."""
+    if section is None or section not in AGENT_OPERANDS:
+        return AgentChoice("nvidia", "no agent for this operand")
+    if section not in SHIPPED_AGENTS:
+        return AgentChoice("nvidia", "no agent shipped for this operand")
+    source = agents.image_source
+    if source is None:
+        return AgentChoice("nvidia", "no agents image configured")
+    if section in agents.overrides:
+        return AgentChoice(agents.overrides[section], f"override (agents.overrides.{section})")  # type: ignore[index]
+    if agents.implementation == "nvidia":
+        return AgentChoice("nvidia", "agents.implementation")
+    return AgentChoice("agents", source)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from gpu_operator.config import GpuStackConfig
-from gpu_operator.config.agents import AGENT_OPERANDS
+from gpu_operator.config.agents import AGENT_OPERANDS, AgentChoice, choose_implementation
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
 
 __all__ = ["RenderContext", "MANAGED_BY"]
@@ -62,9 +62,13 @@ class RenderContext:
     def mig_strategy(self) -> str:
         return self.spec.mig.strategy
 
+    def implementation(self, section: str | None) -> AgentChoice:
+        """Whose program runs `section` (devicePlugin, gfd, ..., driverManager), and why."""
+        return choose_implementation(self.config.agents, section)
+
     def uses_agent(self, section: str) -> bool:
         """True when `section` (devicePlugin, gfd, ..., driverManager) runs our agent rather than NVIDIA's program."""
-        return section in AGENT_OPERANDS and self.config.agents.implementation_of(section) == "agents"
+        return self.implementation(section).implementation == "agents"
 
     def agent_command(self, section: str, *args: str) -> list[str]:
         """`gpu-operator-agent <name> [args]` for an agent-implemented section."""

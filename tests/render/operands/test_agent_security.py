@@ -8,8 +8,9 @@ from functools import cache
 from typing import Any
 
 import pytest
+import yaml
 
-from gpu_operator.config import load_config, parse_config
+from gpu_operator.config import parse_config
 from gpu_operator.config.agents import AGENT_OPERANDS
 from gpu_operator.config.kube import EnvVar
 from gpu_operator.render import render
@@ -25,9 +26,10 @@ from gpu_operator.render.operands.agent_security import (
     security_context,
 )
 from tests.golden.cases import CASES
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 Object = dict[str, Any]
-AGENTS = RenderContext(parse_config({}))
+AGENTS = RenderContext(parse_config(with_agents()))
 NVIDIA = RenderContext(parse_config({"agents": {"implementation": "nvidia"}}))
 UNPRIVILEGED_ROOT = {
     "runAsUser": 0,
@@ -50,7 +52,8 @@ def _plugin_container(*env: tuple[str, str]) -> Object:
 
 @cache
 def _stack(case: str) -> tuple[Object, ...]:
-    return tuple(render(load_config(CASES[case])))
+    """A golden case with the agents image configured, so every agent the case allows runs."""
+    return tuple(render(parse_config(with_agents(yaml.safe_load(CASES[case].read_text())))))
 
 
 def _containers(objects: tuple[Object, ...]) -> Iterator[tuple[str, Object]]:
@@ -198,9 +201,8 @@ def test_selinux_level_is_kept_and_bidirectional_mounts_become_host_to_container
 def test_every_agents_image_container_states_its_user(case: str) -> None:
     """The agents image's own user is not root: a container that needs root must say so."""
     objects = _stack(case)
-    agents_image = load_config(CASES[case]).agents.image.reference
     for where, item in _containers(objects):
-        if item.get("image") != agents_image:
+        if item.get("image") != AGENTS_IMAGE:
             continue
         context = item.get("securityContext", {})
         assert "runAsUser" in context, where

@@ -7,7 +7,6 @@ import subprocess
 
 import pytest
 
-from gpu_operator.config import parse_config
 from gpu_operator.render.operands import container_toolkit
 from gpu_operator.render.operands.toolkit_runtime import host_config_sources
 from tests.render.operands.helpers import (
@@ -21,8 +20,8 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
-AGENTS_IMAGE = parse_config({}).agents.image.reference
 VALIDATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 CTR = "nvidia-container-toolkit-ctr"
 K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
@@ -350,7 +349,7 @@ def test_user_settings_reach_the_toolkit_container_only() -> None:
 
 
 def test_driver_validation_with_our_agent() -> None:
-    ds = toolkit_ds()
+    ds = toolkit_ds(with_agents())
     init = container(ds, "driver-validation")
     assert init["image"] == AGENTS_IMAGE
     assert init["command"] == ["gpu-operator-agent", "validator"]

@@ -20,6 +20,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import with_agents
 
 NVIDIA = {"agents": {"implementation": "nvidia"}}
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
@@ -415,7 +416,7 @@ def test_agent_runs_our_plugin_without_entrypoint() -> None:
 
 
 def _agent_security(operator: dict, **top: object) -> dict:
-    return _main({"operator": operator, **top})["securityContext"]
+    return _main(with_agents({"operator": operator, **top}))["securityContext"]
 
 
 def _unprivileged_root(*added: str) -> dict:
@@ -437,7 +438,7 @@ def test_agent_without_mig_devices_runs_as_unprivileged_root() -> None:
 @pytest.mark.parametrize("strategy", ["single", "mixed"])
 def test_agent_watching_mig_devices_gets_sys_admin_not_privileged(strategy: str) -> None:
     # the NVIDIA runtime honours NVIDIA_MIG_MONITOR_DEVICES only in containers holding CAP_SYS_ADMIN
-    main = _main({"operator": {"mig": {"strategy": strategy}}})
+    main = _main(with_agents({"operator": {"mig": {"strategy": strategy}}}))
     assert env_of(main)["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
     assert main["securityContext"] == _unprivileged_root("SYS_ADMIN")
 
@@ -449,7 +450,7 @@ def test_agent_volume_mounts_device_list_gets_sys_admin() -> None:
 
 
 def test_agent_config_managers_run_as_the_image_user_and_as_the_plugins_user() -> None:
-    ds = _ds(_with_config(agents={"implementation": "agents"}))
+    ds = _ds(with_agents(_with_config(), implementation="agents"))
     init = container(ds, "config-manager-init")
     assert init["securityContext"] == {
         "runAsUser": 65532,
@@ -472,8 +473,7 @@ def test_nvidia_config_managers_keep_nvidias_security() -> None:
 
 
 def test_per_operand_override_selects_nvidia() -> None:
-    document = {"agents": {"overrides": {"devicePlugin": "nvidia"}}}
-    objects = render_operand(device_plugin.render, document)
+    objects = render_operand(device_plugin.render, with_agents(overrides={"devicePlugin": "nvidia"}))
     assert find(objects, "ConfigMap", "nvidia-device-plugin-entrypoint")
     assert container(find(objects, "DaemonSet"), "nvidia-device-plugin")["image"] == IMAGE
 
@@ -483,7 +483,7 @@ def test_per_operand_override_selects_nvidia() -> None:
     [
         NVIDIA,
         _with_config(),
-        _with_config(agents={"implementation": "agents"}),
+        with_agents(_with_config(), implementation="agents"),
         _doc({"cdi": {"enabled": False}, "mig": {"strategy": "none"}}),
         _doc({"cdi": {"nriPluginEnabled": True}, "gds": {"enabled": True}, "gdrcopy": {"enabled": True}}),
         _doc({"daemonsets": {"updateStrategy": "OnDelete", "labels": {"team": "gpu"}}}),

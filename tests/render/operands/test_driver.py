@@ -26,6 +26,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 from tests.support.reference import reference_file
 
 DIGEST = "sha256:" + "ab" * 32
@@ -228,8 +229,8 @@ def test_driver_manager_init_carries_reference_env_and_the_digest() -> None:
 
 
 def test_driver_manager_agent_or_nvidia() -> None:
-    agent = container(_ds(), "k8s-driver-manager")
-    assert agent["image"] == "ghcr.io/pulumi-gpu-operator/agents:0.1.0"
+    agent = container(_ds(with_agents()), "k8s-driver-manager")
+    assert agent["image"] == AGENTS_IMAGE
     assert agent["command"] == ["gpu-operator-agent", "driver-manager"]
     assert agent["args"] == ["uninstall_driver"]
     # unloading kernel modules keeps it privileged; root is explicit because the agents image's user is not
@@ -255,7 +256,8 @@ def test_pull_secrets_join_manager_driver_and_sidecars_in_order() -> None:
     assert pod_of(_ds(document))["imagePullSecrets"] == [
         {"name": "mgr"}, {"name": "shared"}, {"name": "drv"}, {"name": "gds"}, {"name": "gdr"},
     ]
-    agents = _ds({"agents": {"image": {"pullSecrets": ["agents"]}}, "operator": {"driver": {"imagePullSecrets": ["drv"]}}})
+    agents = _ds(with_agents({"agents": {"image": {"pullSecrets": ["agents"]}},
+                              "operator": {"driver": {"imagePullSecrets": ["drv"]}}}))
     assert pod_of(agents)["imagePullSecrets"] == [{"name": "agents"}, {"name": "drv"}]
 
 
@@ -626,7 +628,7 @@ def test_digest_is_deterministic_and_follows_install_inputs() -> None:
         _doc({"version": "580.105.08"}),
         _doc({"env": [{"name": "X", "value": "1"}]}),
         _doc({"kernelModuleType": "open"}),
-        {"agents": {"implementation": "nvidia"}},
+        with_agents(),
         _doc({"rdma": {"enabled": True}}),
         _doc({"secretEnv": "creds"}),
         _doc({"kernelModuleConfig": {"name": "params"}}),

@@ -17,6 +17,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import with_agents
 
 NVIDIA = {"agents": {"implementation": "nvidia"}}
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
@@ -201,7 +202,7 @@ def test_agent_keeps_gfd_env_and_runs_config_manager_from_the_agents_image() -> 
 
 
 def test_agent_is_unprivileged_root_and_asks_the_runtime_for_gpus() -> None:
-    ds = _ds({"operator": {"mig": {"strategy": "none"}}})
+    ds = _ds(with_agents({"operator": {"mig": {"strategy": "none"}}}))
     main = container(ds, "gpu-feature-discovery")
     # root for the features.d file, CAP_SYS_ADMIN for the full PCI config space (vGPU labels), GPUs via the runtime
     assert main["securityContext"] == {
@@ -220,7 +221,7 @@ def test_agent_is_unprivileged_root_and_asks_the_runtime_for_gpus() -> None:
 
 
 def test_agent_config_manager_sidecar_runs_as_gfds_user() -> None:
-    ds = _ds({**_with_config(), "agents": {"implementation": "agents"}})
+    ds = _ds(with_agents(_with_config(), implementation="agents"))
     assert container(ds, "config-manager-init")["securityContext"]["runAsUser"] == 65532
     sidecar = container(ds, "config-manager")["securityContext"]
     assert (sidecar["runAsUser"], sidecar["capabilities"]) == (0, {"drop": ["ALL"]})
@@ -228,7 +229,7 @@ def test_agent_config_manager_sidecar_runs_as_gfds_user() -> None:
 
 
 def test_gfd_override_to_nvidia() -> None:
-    main = container(_ds({"agents": {"overrides": {"gfd": "nvidia"}}}), "gpu-feature-discovery")
+    main = container(_ds(with_agents(overrides={"gfd": "nvidia"})), "gpu-feature-discovery")
     assert main["image"] == IMAGE
     assert main["command"] == ["gpu-feature-discovery"]
 
@@ -251,7 +252,7 @@ def test_user_settings_reach_the_gfd_container() -> None:
     "document",
     [
         NVIDIA,
-        {},
+        with_agents(),
         _with_config(),
         _with_config(enabled=False),
         {**NVIDIA, "operator": {"cdi": {"nriPluginEnabled": True}, "mig": {"strategy": "none"}}},
@@ -262,7 +263,7 @@ def test_schema_valid(document: dict) -> None:
 
 
 def test_gpu_device_inventory_with_the_agent() -> None:
-    objects = render_operand(gpu_feature_discovery.render)
+    objects = render_operand(gpu_feature_discovery.render, with_agents())
     crd = objects[0]
     assert (crd["kind"], crd["metadata"]["name"]) == ("CustomResourceDefinition", "gpudevices.gpu.pulumi-gpu-operator.io")
     cluster_role = find(objects, "ClusterRole")
@@ -276,8 +277,9 @@ def test_gpu_device_inventory_with_the_agent() -> None:
 
 
 @pytest.mark.parametrize("document", [
-    {"agents": {"gpuDevices": False}},
-    {"agents": {"overrides": {"gfd": "nvidia"}}},
+    {},
+    with_agents(gpuDevices=False),
+    with_agents(overrides={"gfd": "nvidia"}),
 ])
 def test_no_gpu_device_inventory_without_the_agent_or_when_off(document: dict) -> None:
     objects = render_operand(gpu_feature_discovery.render, document)

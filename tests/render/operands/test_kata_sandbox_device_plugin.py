@@ -14,6 +14,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 KATA = {"operator": {"sandboxWorkloads": {"enabled": True, "mode": "kata"}}}
 NVIDIA = {**KATA, "agents": {"implementation": "nvidia"}}
@@ -70,9 +71,11 @@ def test_daemonset_matches_upstream() -> None:
     }
 
 
-def test_gate_uses_the_agents_image_by_default() -> None:
+def test_gate_uses_the_agents_image_when_one_is_configured() -> None:
+    ds = find(render_operand(kata_sandbox_device_plugin.render, with_agents(KATA)), "DaemonSet")
+    assert container(ds, "vfio-pci-validation")["image"] == AGENTS_IMAGE
     ds = find(render_operand(kata_sandbox_device_plugin.render, KATA), "DaemonSet")
-    assert container(ds, "vfio-pci-validation")["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert container(ds, "vfio-pci-validation")["image"] == "nvcr.io/nvidia/gpu-operator:v26.7.0"
 
 
 def test_user_settings() -> None:

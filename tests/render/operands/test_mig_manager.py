@@ -21,6 +21,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 NVIDIA: dict[str, Any] = {"agents": {"implementation": "nvidia"}}
 CUSTOM = {
@@ -166,11 +167,11 @@ def test_daemonset_matches_upstream() -> None:
 
 
 def test_agent_runs_the_mig_manager_without_entrypoint() -> None:
-    objects = render_operand(mig_manager.render)
+    objects = render_operand(mig_manager.render, with_agents())
     assert "nvidia-mig-manager-entrypoint" not in [o["metadata"]["name"] for o in objects]
     agent, nvidia = _manager(objects), _manager(_render())
     assert agent["command"] == ["gpu-operator-agent", "mig-manager"]
-    assert agent["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert agent["image"] == AGENTS_IMAGE
     # what NVIDIA's mig-manager image asks the runtime for in its ENV; the agents image asks for no GPU
     assert env_of(agent) == {**env_of(nvidia), "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_MIG_CONFIG_DEVICES": "all"}
     # still privileged (MIG reconfiguration, GPU resets, host services), as root: the agents image's user is not

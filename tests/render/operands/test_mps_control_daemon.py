@@ -16,6 +16,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import with_agents
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 WITH_CONFIG = {
@@ -99,8 +100,7 @@ def test_plugin_config_adds_config_manager_without_share_process_namespace() -> 
 
 
 def test_always_nvidia_image_even_when_the_plugin_runs_our_agent() -> None:
-    document = {**WITH_CONFIG, "agents": {"implementation": "agents"}}
-    ds = _ds(document)
+    ds = _ds(with_agents(WITH_CONFIG, implementation="agents"))
     for name in ("mps-control-daemon-mounts", "mps-control-daemon-ctr", "config-manager-init", "config-manager"):
         assert container(ds, name)["image"] == IMAGE, name
     assert container(ds, "config-manager")["command"] == ["config-manager"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_operator.config import parse_config
 from gpu_operator.render.operands import operator_validator
 from tests.render.operands.helpers import (
     assert_valid,
@@ -17,10 +16,11 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
-AGENTS_IMAGE = parse_config({}).agents.image.reference
 VALIDATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 NVIDIA = {"agents": {"implementation": "nvidia"}}
+AGENTS = with_agents()
 MAIN = "nvidia-operator-validator"
 CHECKS = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
 NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
@@ -98,7 +98,7 @@ def test_daemonset_matches_upstream() -> None:
 
 
 def test_main_container_sleeps_and_clears_status_files_on_stop() -> None:
-    main = container(validator_ds(), MAIN)
+    main = container(validator_ds(AGENTS), MAIN)
     assert main["image"] == AGENTS_IMAGE
     assert main["command"] == ["sh", "-c"]
     assert main["args"] == ["echo all validations are successful; sleep infinity"]
@@ -114,7 +114,7 @@ def test_nvidia_main_container_is_privileged_root_sharing_the_status_dir() -> No
 
 
 def test_agent_main_container_is_unprivileged_root() -> None:
-    main = container(validator_ds(), MAIN)
+    main = container(validator_ds(AGENTS), MAIN)
     assert main["securityContext"] == UNPRIVILEGED_ROOT
     # Bidirectional propagation needs a privileged container; the mount only carries status files
     assert main["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
@@ -139,7 +139,7 @@ def test_every_nvidia_check_is_privileged_root_and_shares_the_status_dir() -> No
 
 
 def test_agent_checks_drop_privileged_except_the_driver_check() -> None:
-    ds = validator_ds()
+    ds = validator_ds(AGENTS)
     driver = container(ds, "driver-validation")
     assert driver["securityContext"] == {"privileged": True, "runAsUser": 0, "seLinuxOptions": {"level": "s0"}}
     assert {m["name"]: m.get("mountPropagation") for m in driver["volumeMounts"]}["run-nvidia-validations"] == (
@@ -188,8 +188,8 @@ def test_check_env() -> None:
     }
 
 
-def test_checks_run_our_agent_by_default() -> None:
-    ds = validator_ds()
+def test_checks_run_our_agent_with_an_agents_image() -> None:
+    ds = validator_ds(AGENTS)
     for name in CHECKS:
         check = container(ds, name)
         assert check["image"] == AGENTS_IMAGE
@@ -197,8 +197,9 @@ def test_checks_run_our_agent_by_default() -> None:
         assert "args" not in check
 
 
-def test_checks_run_nvidia_validator_with_implementation_nvidia() -> None:
-    ds = validator_ds(NVIDIA)
+@pytest.mark.parametrize("document", [{}, NVIDIA, with_agents(implementation="nvidia")])
+def test_checks_run_nvidia_validator_without_an_agents_image_or_with_implementation_nvidia(document: dict) -> None:
+    ds = validator_ds(document)
     for name in CHECKS:
         check = container(ds, name)
         assert check["image"] == VALIDATOR_IMAGE
@@ -209,10 +210,10 @@ def test_checks_run_nvidia_validator_with_implementation_nvidia() -> None:
 
 
 def test_workload_image_is_always_nvidias_validator() -> None:
-    document = {"agents": {"image": {"pullSecrets": ["agents-pull"]}}, "operator": {"validator": {
+    document = with_agents({"agents": {"image": {"pullSecrets": ["agents-pull"]}}, "operator": {"validator": {
         "repository": "registry.example/nvidia", "version": "v26.7.1", "imagePullPolicy": "Always",
         "imagePullSecrets": ["ngc", "mirror"],
-    }}}
+    }}})
     ds = validator_ds(document)
     for name in ("cuda-validation", "plugin-validation"):
         variables = env_of(container(ds, name))
@@ -307,6 +308,7 @@ def test_driver_install_dir_moves_driver_validation() -> None:
 @pytest.mark.parametrize("document", [
     {},
     NVIDIA,
+    AGENTS,
     {"cluster": {"containerRuntime": "crio"}, "operator": {"cdi": {"enabled": False}}},
     {"cluster": {"containerRuntime": "docker"}},
     {"operator": {"cdi": {"nriPluginEnabled": True}, "devicePlugin": {"enabled": False}}},

@@ -17,6 +17,7 @@ from gpu_operator.render.operands import (
     vgpu_manager,
 )
 from tests.render.operands.helpers import assert_valid, pod_of, render_operand
+from tests.support.agents import with_agents
 
 MODULES = (
     vgpu_manager,
@@ -137,7 +138,8 @@ def test_workload_gate_skips_other_node_roles_and_waits_for_its_file() -> None:
 
 
 def test_validator_invocation_per_implementation() -> None:
-    agents = RenderContext(parse_config({}))
-    nvidia = RenderContext(parse_config({"agents": {"implementation": "nvidia"}}))
+    agents = RenderContext(parse_config(with_agents()))
+    nvidia = RenderContext(parse_config(with_agents(implementation="nvidia")))
     assert sandbox_common.validator_invocation(agents) == (["gpu-operator-agent", "validator"], [])
     assert sandbox_common.validator_invocation(nvidia) == (["sh", "-c"], ["nvidia-validator"])
+    assert sandbox_common.validator_invocation(RenderContext(parse_config({}))) == (["sh", "-c"], ["nvidia-validator"])

@@ -16,6 +16,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 ENABLED = {"operator": {"sandboxWorkloads": {"enabled": True}}}
 NVIDIA = {**ENABLED, "agents": {"implementation": "nvidia"}}
@@ -96,9 +97,11 @@ def test_waits_for_a_containerized_or_host_vgpu_manager() -> None:
     ]
 
 
-def test_gate_uses_the_agents_image_by_default() -> None:
+def test_gate_uses_the_agents_image_when_one_is_configured() -> None:
     ds = find(render_operand(vgpu_device_manager.render, ENABLED), "DaemonSet")
-    assert container(ds, "vgpu-manager-validation")["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert container(ds, "vgpu-manager-validation")["image"] == "nvcr.io/nvidia/gpu-operator:v26.7.0"
+    ds = find(render_operand(vgpu_device_manager.render, with_agents(ENABLED)), "DaemonSet")
+    assert container(ds, "vgpu-manager-validation")["image"] == AGENTS_IMAGE
     manager = container(ds, "nvidia-vgpu-device-manager")
     assert manager["image"] == "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0"
 

@@ -14,6 +14,7 @@ from tests.render.operands.helpers import (
     render_operand,
     volume_paths,
 )
+from tests.support.agents import AGENTS_IMAGE, with_agents
 
 VGPU = {"enabled": True, "repository": "registry.example.com/nvidia", "version": "550.90.05"}
 ENABLED = {"operator": {"sandboxWorkloads": {"enabled": True, "mode": "kata"}, "vgpuManager": VGPU}}
@@ -113,11 +114,11 @@ def test_driver_manager_never_evicts_or_drains() -> None:
     assert mounts(init) == {"run-nvidia": "/run/nvidia", "host-root": "/host", "host-sys": "/sys"}
 
 
-def test_driver_manager_runs_our_agent_by_default() -> None:
-    init = container(find(render_operand(vgpu_manager.render, ENABLED), "DaemonSet"), "k8s-driver-manager")
+def test_driver_manager_runs_our_agent_with_an_agents_image() -> None:
+    init = container(find(render_operand(vgpu_manager.render, with_agents(ENABLED)), "DaemonSet"), "k8s-driver-manager")
     assert init["command"] == ["gpu-operator-agent", "driver-manager"]
     assert init["args"] == ["uninstall_driver"]
-    assert init["image"].startswith("ghcr.io/pulumi-gpu-operator/agents:")
+    assert init["image"] == AGENTS_IMAGE
 
 
 def test_driver_manager_env_from_its_sub_spec() -> None:
