@@ -28,7 +28,15 @@ from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
-from gpu_operator.manifests import dump_all_yaml, dump_yaml, format_table, manifest_files, summary_rows, write_files
+from gpu_operator.manifests import (
+    SUMMARY_HEADER,
+    dump_all_yaml,
+    dump_yaml,
+    format_table,
+    manifest_files,
+    summary_rows,
+    write_files,
+)
 from gpu_operator.render.nfd import NfdChart, nfd_chart
 from gpu_operator.render.registry import RenderedOperand
 
@@ -137,7 +145,7 @@ def _print_summary(
 ) -> None:
     from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
 
-    print(format_table(("STATE", "OBJECTS", "DAEMONSETS", "IMAGES"), summary_rows(operands)), file=out)
+    print(format_table(SUMMARY_HEADER, summary_rows(operands, config)), file=out)
     print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
           f"namespace {config.namespace}", file=out)
     if chart is not None:

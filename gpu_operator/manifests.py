@@ -21,11 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import yaml
 
+from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.render.aks.documents import AZURE_FILE_PREFIXES
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.images import operand_implementation
 from gpu_operator.render.registry import RenderedOperand
 
 __all__ = [
+    "SUMMARY_HEADER",
     "dump_yaml",
     "dump_all_yaml",
     "object_filename",
@@ -187,8 +191,17 @@ def _images(objects: Iterable[dict[str, Any]]) -> list[str]:
     return list(images)
 
 
-def summary_rows(operands: Sequence[RenderedOperand]) -> list[tuple[str, str, str, str]]:
-    """(state, object count, DaemonSets, main images) per operand."""
+#: Columns of :func:`summary_rows`.
+SUMMARY_HEADER = ("STATE", "OBJECTS", "DAEMONSETS", "RUNS", "IMAGES")
+
+
+def summary_rows(operands: Sequence[RenderedOperand], config: GpuStackConfig) -> list[tuple[str, str, str, str, str]]:
+    """(state, object count, DaemonSets, whose program runs and why, main images) per operand.
+
+    The RUNS column comes from the same decision the render made (`nvidia: no agents image configured`,
+    `agents: agents.image`, `nvidia: override (agents.overrides.gfd)`, ...).
+    """
+    ctx = RenderContext(config)
     rows = []
     for operand in operands:
         daemonsets = [o["metadata"]["name"] for o in operand.objects if o["kind"] == "DaemonSet"]
@@ -196,6 +209,7 @@ def summary_rows(operands: Sequence[RenderedOperand]) -> list[tuple[str, str, st
             operand.state,
             str(len(operand.objects)),
             ", ".join(daemonsets) or "-",
+            str(operand_implementation(ctx, operand.key)) if daemonsets else "-",
             ", ".join(_images(operand.objects)) or "-",
         ))
     return rows

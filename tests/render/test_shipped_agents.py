@@ -14,10 +14,11 @@ import pytest
 from gpu_operator.config import ConfigError, parse_config
 from gpu_operator.config.agents import SHIPPED_AGENTS, choose_implementation
 from gpu_operator.config.importers import import_helm_values
+from gpu_operator.manifests import SUMMARY_HEADER, summary_rows
 from gpu_operator.render import render
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import OPERAND_SECTIONS, operand_implementation
-from gpu_operator.render.registry import OPERANDS
+from gpu_operator.render.registry import OPERANDS, render_operands
 from tests.render.test_published_images import referenced_images
 from tests.support.agents import AGENTS_IMAGE, with_agents
 
@@ -213,3 +214,46 @@ def test_nvidia_config_manager_next_to_our_gfd_only_switches_the_config() -> Non
     plugin_sidecar = _containers(objects, "nvidia-device-plugin-daemonset")["config-manager"]
     plugin_env = {e["name"]: e.get("value") for e in plugin_sidecar["env"]}
     assert (plugin_env["SEND_SIGNAL"], plugin_env["PROCESS_TO_SIGNAL"]) == ("true", "nvidia-device-plugin")
+
+
+# --- the summary `make run` prints --------------------------------------------------------------------------------
+
+def _runs(document: dict[str, Any]) -> dict[str, str]:
+    config = parse_config(document)
+    return {row[0]: row[3] for row in summary_rows(render_operands(config), config)}
+
+
+def test_summary_says_which_implementation_runs_each_operand_and_why() -> None:
+    runs = _runs({})
+    assert runs["gpu-feature-discovery"] == "nvidia: no agents image configured"
+    assert runs["state-operator-validation"] == "nvidia: no agents image configured"
+    assert runs["state-device-plugin"] == "nvidia: no agent shipped for this operand"
+    assert runs["state-driver"] == "nvidia: no agent for this operand"
+    assert runs["pre-requisites"] == "-"
+    runs = _runs(with_agents(overrides={"dcgmExporter": "nvidia"}))
+    assert runs["gpu-feature-discovery"] == runs["state-operator-validation"] == "agents: agents.image"
+    assert runs["state-dcgm-exporter"] == "nvidia: override (agents.overrides.dcgmExporter)"
+    assert _runs({"agents": {"build": BUILD}})["gpu-feature-discovery"] == "agents: agents.build"
+
+
+def test_summary_agrees_with_the_render() -> None:
+    """The RUNS column and the containers come from one decision: a row saying agents runs our agent's command."""
+    for document in ({}, with_agents(), with_agents(implementation="nvidia", overrides={"gfd": "agents"})):
+        config = parse_config(document)
+        operands = render_operands(config)
+        for operand, row in zip(operands, summary_rows(operands, config), strict=True):
+            if operand.key not in OPERAND_SECTIONS:
+                continue
+            runs_agent = bool(_agent_containers([o for o in operand.objects if o["kind"] == "DaemonSet"]))
+            assert row[3].startswith("agents:") == runs_agent, (operand.key, row[3])
+
+
+def test_render_summary_prints_the_runs_column(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    from gpu_operator.cli import main
+
+    assert main(["render", "-o", str(tmp_path / "out"), "--summary"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("STATE"))
+    assert header.split() == list(SUMMARY_HEADER)
+    gfd = next(line for line in lines if line.startswith("gpu-feature-discovery "))
+    assert "nvidia: no agents image configured" in gfd
