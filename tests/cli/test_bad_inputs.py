@@ -158,7 +158,7 @@ CASES = [
     case("Helm device-plugin data nested too deep",
          {"v.yaml": "devicePlugin:\n  config:\n    name: dp\n    create: true\n    data:\n      a: '"
                     + "[" * 3000 + "'\n"},
-         "import-values v.yaml", "devicePlugin.config.data.a: not valid YAML"),
+         "import-values v.yaml", "devicePlugin.config.data.a: line 1, column 101: nested deeper than 100 levels"),
     case("Helm device-plugin data with a duplicate key",
          {"v.yaml": "devicePlugin:\n  config:\n    name: dp\n    create: true\n    data:\n"
                     "      a: 'version: v1\n\n        version: v1'\n"},

@@ -59,7 +59,7 @@ def _yaml_text(t: Translation, path: str, text: Any) -> Any:
     try:
         return parse_yaml_value(text) or {}
     except ValueError as error:
-        t.problem(path, f"not valid YAML: {error}")
+        t.problem(path, str(error))
         return None
 
 

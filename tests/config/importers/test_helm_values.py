@@ -285,7 +285,7 @@ def test_every_problem_is_reported_under_its_values_key() -> None:
         "platform.openshift",
     }
     assert "unknown key" in found["driver.verison"]
-    assert "not valid YAML at line 2" in found["devicePlugin.config.data.broken"]
+    assert "not valid YAML: line 2" in found["devicePlugin.config.data.broken"]
     assert "OpenShift is not supported" in found["platform.openshift"]
 
 
