@@ -5,9 +5,11 @@ its config, renders, and registers the result with the right parent, provider an
 
 * `GpuCluster`: the whole fleet for one environment (cluster, GPU pools, operator);
 * `AksCluster`, `GpuNodePool`: the cluster (existing or created) and one GPU agent pool;
-* `GpuOperator` (with `GpuOperand`, `NodeFeatureDiscovery`): the operator's operands on any cluster.
+* `GpuOperator` (with `GpuOperand`, `NodeFeatureDiscovery`): the operator's operands on any cluster;
+* `AgentsImage`: the agents image built from this package's Dockerfile and pushed to an Azure Container Registry.
 """
 
+from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs
 from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
 from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
@@ -16,6 +18,8 @@ from gpu_operator.components.operand import GpuOperand, GpuOperandArgs
 from gpu_operator.components.operator import GpuOperator, GpuOperatorArgs
 
 __all__ = [
+    "AgentsImage",
+    "AgentsImageArgs",
     "AksCluster",
     "AksClusterArgs",
     "GpuCluster",

@@ -3,7 +3,9 @@
 1. `AksCluster`: the existing or created cluster, the `AKSInfinibandSupport` registration when asked for
    (waited for until Registered), and the cluster's kubeconfigs;
 2. one `GpuNodePool` per entry of `pools` (after the cluster and the feature registration);
-3. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists, and
+3. with `agents.build`, the agents image (`AgentsImage`): built, pushed, and pullable by the cluster's kubelet
+   identity (AcrPull); the operator's DaemonSets reference it by digest;
+4. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists, and
    `GpuOperator` on it. The provider carries the ordering: a component's `depends_on` does not reach its
    children, but every object created with a provider waits for what the provider depends on. With a cluster
    created here, the pools and the Kubernetes objects are `deleted_with` the cluster: deleting the cluster takes
@@ -26,6 +28,7 @@ import pulumi
 import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
 
+from gpu_operator.components.agents_image import AgentsImage, build_context, cluster_kubelet_object_id
 from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
 from gpu_operator.components.component_args import required
 from gpu_operator.components.feature_registration import FeatureWait
@@ -81,6 +84,8 @@ class GpuCluster(pulumi.ComponentResource):
     cluster: AksCluster
     pools: dict[str, GpuNodePool]
     kubernetes_provider: k8s.Provider
+    agents_image: AgentsImage | None
+    """The agents image built and pushed by the stack (with `agents.build`)."""
     operator: GpuOperator
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -91,6 +96,8 @@ class GpuCluster(pulumi.ComponentResource):
         if config.aks is None:
             raise ConfigError([Problem("aks", "GpuCluster needs the AKS cluster (aks.resourceGroup, aks.clusterName)")])
         rendered = rendered_deploy_operands(render(config))
+        if config.agents.build is not None:
+            build_context(config.agents.build)  # a missing Dockerfile fails before anything is registered
         super().__init__(TOKEN, name, {}, opts)
         self.cluster = AksCluster(
             f"{name}-aks",
@@ -121,6 +128,19 @@ class GpuCluster(pulumi.ComponentResource):
             for pool in config.pools
         }
         pools = list(self.pools.values())
+        self.agents_image = None
+        if config.agents.build is not None:
+            self.agents_image = AgentsImage(
+                f"{name}-agents-image",
+                {
+                    "build": config.agents.build,
+                    "azure_provider": azure,
+                    "kubelet_object_id": cluster_kubelet_object_id(
+                        self.cluster.resource_group_name, self.cluster.cluster_name, azure, self
+                    ),
+                },
+                pulumi.ResourceOptions(parent=self),
+            )
         self.kubernetes_provider = k8s.Provider(
             f"{name}-kubernetes",
             kubeconfig=self.cluster.provider_kubeconfig,
@@ -134,6 +154,7 @@ class GpuCluster(pulumi.ComponentResource):
                 "provider": self.kubernetes_provider,
                 "config": config,
                 "wait_for_daemonsets": args.get("wait_for_daemonsets", False),
+                "agents_image": self.agents_image.image_ref if self.agents_image is not None else None,
             },
             pulumi.ResourceOptions(parent=self, depends_on=pools or None, deleted_with=self.cluster.managed_cluster),
         )

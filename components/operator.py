@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
-from gpu_operator.components.component_args import required
+from gpu_operator.components.agents_image import substitute
+from gpu_operator.components.component_args import ComponentArgsError, required
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
 from gpu_operator.components.operand import GpuOperand
 
-from gpu_operator.config import GpuStackConfig, parse_config
+from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render import render_operands
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
@@ -52,6 +53,23 @@ class GpuOperatorArgs(TypedDict):
     """The config document (default: the upstream chart's defaults)."""
     wait_for_daemonsets: NotRequired[bool]
     """Wait for DaemonSet rollouts during `pulumi up` (default false)."""
+    agents_image: NotRequired[pulumi.Input[str] | None]
+    """The agents image the operands run instead of the configured reference, e.g. `AgentsImage.image_ref` (by
+    digest); needs `agents.image` or `agents.build` in the config."""
+
+
+def _check_agents_image(config: GpuStackConfig, agents_image: object, component: str) -> None:
+    """An override needs an agents image in the config; a build needs someone to carry it out."""
+    if agents_image is not None and config.agents.image_source is None:
+        raise ComponentArgsError(
+            f"{component}: args['agents_image'] is given but the config runs no agent: set agents.image or "
+            "agents.build in the config, or leave agents_image out"
+        )
+    if agents_image is None and config.agents.build is not None:
+        raise ConfigError([Problem("agents.build", (
+            "GpuOperator does not build the agents image: use GpuCluster (which builds it), or create an "
+            "AgentsImage from this section and pass its image_ref as GpuOperator's agents_image"
+        ))])
 
 
 def _with_skip_await(operand: RenderedOperand) -> list[dict[str, Any]]:
@@ -98,6 +116,8 @@ class GpuOperator(pulumi.ComponentResource):
         provider = required(args, "provider", k8s.Provider, f"GpuOperator({name!r})",
                             "a pulumi_kubernetes.Provider for the target cluster")
         config = parse_config(args.get("config"))
+        agents_image = args.get("agents_image")
+        _check_agents_image(config, agents_image, f"GpuOperator({name!r})")
         rendered = render_operands(config)
         super().__init__(TOKEN, name, {}, opts)
         wait = args.get("wait_for_daemonsets", False)
@@ -110,6 +130,8 @@ class GpuOperator(pulumi.ComponentResource):
         before: list[pulumi.Resource] = list(_resources(opts.depends_on)) if opts is not None else []
         for operand in rendered:
             objects = list(operand.objects) if wait else _with_skip_await(operand)
+            if agents_image is not None:
+                objects = substitute(objects, config.agents.image.reference, agents_image)
             created = self.operands[operand.key] = GpuOperand(
                 f"{name}-{operand.key}",
                 {

@@ -26,7 +26,7 @@ import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
 from gpu_operator.components import GpuCluster, GpuOperator
 
-from gpu_operator.config import parse_config
+from gpu_operator.config import ConfigError, Problem, parse_config
 
 settings = pulumi.Config("gpu-operator")
 document = parse_config(settings.get_object("config") or {}, source="gpu-operator:config")
@@ -34,6 +34,11 @@ document = parse_config(settings.get_object("config") or {}, source="gpu-operato
 adopt = settings.get_bool("adoptExistingObjects") or False
 
 if document.aks is None:
+    if document.agents.build is not None:
+        raise ConfigError([Problem("agents.build", (
+            "building the agents image grants the AKS kubelet identity AcrPull, which needs the aks section; "
+            "without AKS, build it with `make image`, push it, and set agents.image (with pullSecrets)"
+        ))], "gpu-operator:config")
     provider = k8s.Provider(
         "cluster", kubeconfig=settings.require_secret("kubeconfig"), upsert_existing_objects=adopt or None
     )
