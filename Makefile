@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-tools run test bench golden clean e2e-tools e2e
+.PHONY: setup test-tools run test bench golden clean e2e-tools e2e image
 
 setup: $(STAMP)
 
@@ -37,6 +37,12 @@ e2e-tools:
 e2e: setup
 	@./tools/e2e/build.sh --check || { echo "make e2e: the e2e tools are not built; run 'make e2e-tools' first" >&2; exit 1; }
 	$(PY) -m pytest tests/e2e -m e2e -q -p no:cacheprovider
+
+## Build the agents image locally (linux/amd64) with Docker, Podman or Buildah, whichever can build here; says so
+## and fails when none can. IMAGE=<name:tag> names it (default gpu-operator-agents:<version>). Push it yourself
+## and set agents.image, or let the stack build and push it (agents.build).
+image:
+	./tools/build-image.sh $(IMAGE)
 
 ## Benchmarks, reported against baselines measured in the same run.
 bench: setup
