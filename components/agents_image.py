@@ -132,7 +132,7 @@ def cluster_kubelet_object_id(
     resource_group_name: pulumi.Input[str],
     cluster_name: pulumi.Input[str],
     azure: azure_native.Provider,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None = None,
 ) -> pulumi.Output[str]:
     """The kubelet identity's object id of an AKS cluster, looked up once the cluster (name) resolves."""
     cluster = containerservice.get_managed_cluster_output(
