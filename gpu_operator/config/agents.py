@@ -63,7 +63,8 @@ _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 # The distribution reference grammar: lower-case path components joined by '.', '_', '__' or dashes.
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _REPOSITORY_PATH = re.compile(rf"^{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
-_DOMAIN = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?$")
+_DOMAIN_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"^{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*(?::[0-9]+)?$")
 # ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.
 _ACR_NAME = re.compile(r"^[A-Za-z0-9]{5,50}$")
 _RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")

@@ -222,7 +222,8 @@ def test_an_image_neither_published_nor_named_is_reported(image: str) -> None:
 def test_an_unpublished_image_in_a_validator_env_is_reported() -> None:
     config = parse_config({})
     objects = json.loads(json.dumps(_objects(config)))
-    validator = next(o for o in objects if o["metadata"]["name"] == "nvidia-operator-validator" and o["kind"] == "DaemonSet")
+    key = ("DaemonSet", "nvidia-operator-validator")
+    validator = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == key)
     cuda = next(c for c in validator["spec"]["template"]["spec"]["initContainers"] if c["name"] == "cuda-validation")
     next(e for e in cuda["env"] if e["name"] == "VALIDATOR_IMAGE")["value"] = "nvcr.io/nvidia/gpu-operator:v99.0.0"
     assert not_allowed(objects, allowed_images({}, config)) == [
