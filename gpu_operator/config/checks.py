@@ -277,6 +277,7 @@ CHECKS: tuple[Check, ...] = (
     _mig_default_config_exists,
     _mig_config_name_is_free,
     _nri_needs_cdi_and_toolkit,
+    _default_runtime_is_the_clusters,
     _unsupported_modes,
     _precompiled_needs_kernels,
     _precompiled_driver_rules,
@@ -294,4 +295,3 @@ CHECKS: tuple[Check, ...] = (
 def semantic_problems(doc: GpuStackConfig) -> list[Problem]:
     """Every cross-section problem in a document that already passed field validation."""
     return [problem for check in CHECKS for problem in check(doc)]
-    _default_runtime_is_the_clusters,
