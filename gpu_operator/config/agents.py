@@ -24,8 +24,10 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from gpu_operator import __version__
+from gpu_operator.config.aks import check_resource_group
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import DIGEST_PATTERN
+from gpu_operator.config.clusterpolicy.image_reference import check_path, check_repository, check_tag_or_digest
 from gpu_operator.config.kube import ImagePullPolicy
 
 __all__ = [
@@ -59,15 +61,8 @@ AGENT_OPERANDS: dict[str, str] = {
 #: Sections whose agent the agents image of this release contains.
 SHIPPED_AGENTS: frozenset[str] = frozenset({"gfd", "dcgmExporter", "validator", "nodeStatusExporter"})
 
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-# The distribution reference grammar: lower-case path components joined by '.', '_', '__' or dashes.
-_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_REPOSITORY_PATH = re.compile(rf"^{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
-_DOMAIN_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_DOMAIN = re.compile(rf"^{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*(?::[0-9]+)?$")
 # ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.
 _ACR_NAME = re.compile(r"^[A-Za-z0-9]{5,50}$")
-_RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
 _NEEDS_IMAGE = (
     "needs the agents image, which nobody publishes for you: set agents.image to an image you pushed "
     "(build it with `make image`), or agents.build to have the stack build and push it"
@@ -75,22 +70,18 @@ _NEEDS_IMAGE = (
 
 
 def _check_repository(value: str, *, domain_allowed: bool) -> str:
-    """A repository as the distribution reference grammar allows it (optionally with a registry domain)."""
-    first, _, rest = value.partition("/")
-    has_domain = domain_allowed and bool(rest) and ("." in first or ":" in first or first == "localhost")
-    path = rest if has_domain else value
-    if (has_domain and not _DOMAIN.match(first)) or not _REPOSITORY_PATH.match(path):
-        example = "registry.example.com/gpu/agents" if domain_allowed else "gpu-operator-agents"
-        raise ValueError(
-            f"{value!r} is not an image repository: path components are lower-case letters and digits joined by "
-            f"'.', '_' or '-', separated by '/' (e.g. {example!r})"
-        )
+    """A repository by the distribution reference grammar; with `domain_allowed`, a registry host may lead."""
+    if domain_allowed:
+        check_repository(value)
+    else:
+        check_path(value, "image repository")
     return value
 
 
 def _check_tag(value: str) -> str:
-    if not _TAG.match(value):
-        raise ValueError(f"{value!r} is not a valid image tag (up to 128 letters, digits, '_', '.', '-')")
+    if value.startswith("sha256:"):
+        raise ValueError(f"{value!r} is a digest: give it as `digest`, and keep `tag` for a tag")
+    check_tag_or_digest(value)
     return value
 
 
@@ -140,9 +131,7 @@ class AgentsRegistry(ConfigModel):
     @field_validator("resource_group")
     @classmethod
     def _resource_group(cls, value: str) -> str:
-        if not _RESOURCE_GROUP.match(value) or value.endswith("."):
-            raise ValueError(f"{value!r} is not a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')')")
-        return value
+        return check_resource_group(value)
 
     @field_validator("name")
     @classmethod

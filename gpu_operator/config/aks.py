@@ -41,7 +41,7 @@ from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.errors import ConfigError, problems_from_validation_error
 from gpu_operator.config.pools import Zone, check_kubernetes_version, check_pool_name, zone_strings
 
-__all__ = ["AksSpec", "Credentials", "KubeloginMode", "SystemPool", "parse_aks"]
+__all__ = ["AksSpec", "Credentials", "KubeloginMode", "SystemPool", "check_resource_group", "parse_aks"]
 
 Credentials = Literal["admin", "user", "exec"]
 #: kubelogin's `--login` methods.
@@ -50,6 +50,13 @@ KubeloginMode = Literal["azurecli", "workloadidentity", "spn", "msi", "devicecod
 _RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$")
 _DNS_PREFIX = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-a-zA-Z0-9]{0,52}[a-zA-Z0-9]$")
+
+
+def check_resource_group(value: str) -> str:
+    """An Azure resource group name (1-90 letters, digits, '-', '_', '.', '(', ')', not ending in '.')."""
+    if not _RESOURCE_GROUP.match(value) or value.endswith("."):
+        raise ValueError(f"{value!r} is not a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')')")
+    return value
 
 
 class SystemPool(ConfigModel):
@@ -90,9 +97,7 @@ class AksSpec(ConfigModel):
     @field_validator("resource_group")
     @classmethod
     def _resource_group(cls, value: str) -> str:
-        if not _RESOURCE_GROUP.match(value) or value.endswith("."):
-            raise ValueError(f"{value!r} is not a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')')")
-        return value
+        return check_resource_group(value)
 
     @field_validator("cluster_name")
     @classmethod

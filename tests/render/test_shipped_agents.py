@@ -152,13 +152,13 @@ def test_image_and_build_together_is_an_error() -> None:
 
 @pytest.mark.parametrize(("agents", "path", "text"), [
     ({"image": {"tag": "1.0"}}, "agents.image.repository", "Field required"),
-    ({"image": {"repository": "Registry.example.com/Agents"}}, "agents.image.repository", "not an image repository"),
+    ({"image": {"repository": "Registry.example.com/Agents"}}, "agents.image.repository", "not a valid image repository"),
     ({"image": {"repository": "registry.example.com/a", "tag": "v1:2"}}, "agents.image.tag", "not a valid image tag"),
     ({"build": {"registry": {"resourceGroup": "rg", "name": "a-b"}}}, "agents.build.registry.name",
      "not an Azure Container Registry name"),
     ({"build": {"registry": {"name": "acrgpu01"}}}, "agents.build.registry.resourceGroup", "Field required"),
     ({"build": {**BUILD, "repository": "GPU/Agents"}}, "agents.build.repository",
-     "not an image repository"),
+     "not a valid image repository"),
     ({"build": {"registry": {"resourceGroup": "rg", "name": "acrgpu01", "location": "westeurope"}}},
      "agents.build.registry", "only to a registry the stack creates"),
 ])
