@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from gpu_operator.config.cluster import PUBLISHED_DRIVER_OS
+from gpu_operator.config.clusterpolicy.driver import DriverSpec
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import Problem
@@ -28,6 +30,8 @@ _PLUGIN_POD_VOLUMES = frozenset({
     "mps-shm", "run-nvidia", "host-sys", "output-dir", "nvidia-device-plugin-entrypoint",
 })
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+#: NVIDIA's driver image, whose tags exist only for PUBLISHED_DRIVER_OS.
+_NVIDIA_DRIVER = DriverSpec()
 #: ConfigMaps the MIG manager operand creates itself.
 _MIG_DEFAULT_CONFIG_MAPS = ("default-mig-parted-config", "default-gpu-clients")
 
@@ -132,6 +136,22 @@ def _unsupported_modes(doc: GpuStackConfig) -> Iterator[Problem]:
             "operator.kataManager.enabled",
             "the Kata manager is never deployed since GPU Operator v26; set false and use sandboxWorkloads.mode: kata",
         )
+
+
+def _driver_image_is_published(doc: GpuStackConfig) -> Iterator[Problem]:
+    """NVIDIA publishes driver images for a few OSes only; on others, its repository has no image to pull."""
+    driver = doc.operator.driver
+    if not driver.enabled or (driver.repository, driver.image) != (_NVIDIA_DRIVER.repository, _NVIDIA_DRIVER.image):
+        return
+    for index, os in enumerate(doc.cluster.operating_systems):
+        if os.id not in PUBLISHED_DRIVER_OS:
+            yield Problem(
+                f"cluster.operatingSystems[{index}].id",
+                f"NVIDIA publishes no driver image for {os.id} ({driver.repository}/{driver.image} has tags for "
+                f"{', '.join(PUBLISHED_DRIVER_OS)} only): build one with NVIDIA's gpu-driver-container and set "
+                "operator.driver.repository and operator.driver.version to it, or set operator.driver.enabled: "
+                "false where the host brings its driver",
+            )
 
 
 def _precompiled_needs_kernels(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -279,6 +299,7 @@ CHECKS: tuple[Check, ...] = (
     _nri_needs_cdi_and_toolkit,
     _default_runtime_is_the_clusters,
     _unsupported_modes,
+    _driver_image_is_published,
     _precompiled_needs_kernels,
     _precompiled_driver_rules,
     _driver_files_are_known,

@@ -150,6 +150,8 @@ CASES = [
                                           "configs: {devicePlugin: {m: {sharing: {mps: {resources: "
                                           "[{name: nvidia.com/gpu, replicas: 2}]}}}}}\n"},
          "render -f c.yaml", "configs.devicePlugin.m.sharing.mps: MPS cannot be used with the 'mixed' MIG strategy"),
+    case("driver image NVIDIA does not publish", {"c.yaml": "cluster: {operatingSystems: [{id: sles, versionId: '15.6'}]}\n"},
+         "render -f c.yaml", "cluster.operatingSystems[0].id: NVIDIA publishes no driver image for sles"),
     case("device-plugin config as bad YAML text", {"c.yaml": "configs: {devicePlugin: {a: 'a: b: c'}}\n"},
          "render -f c.yaml", "configs.devicePlugin: not valid YAML: line 1, column 5: mapping values are not allowed"),
     case("device-plugin config as runaway YAML text",

@@ -179,6 +179,13 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"operator": {"defaultRuntime": "crio"}}, "cluster": {"containerRuntime": "crio"}},
     ),
     (
+        "_driver_image_is_published",
+        {"cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "22.04"}, {"id": "sles", "versionId": "15.6"}]}},
+        "cluster.operatingSystems[1].id",
+        {"cluster": {"operatingSystems": [{"id": "sles", "versionId": "15.6"}]},
+         "operator": {"driver": {"repository": "registry.example.com/drivers"}}},
+    ),
+    (
         "_unsupported_modes",
         {"operator": {"driver": {"useNvidiaDriverCRD": True}}},
         "operator.driver.useNvidiaDriverCRD",
@@ -256,7 +263,7 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         "_driver_customisation_fits_the_os",
         {
             "cluster": {"operatingSystems": [{"id": "azurelinux", "versionId": "3.0"}]},
-            "operator": {"driver": {"certConfig": {"name": "corporate-ca"}}},
+            "operator": {"driver": {"certConfig": {"name": "corporate-ca"}, "repository": "registry.example.com/d"}},
             "configs": {"driverCertConfig": ["ca.crt"]},
         },
         "operator.driver.certConfig.name",

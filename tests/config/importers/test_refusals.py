@@ -144,9 +144,19 @@ def test_an_os_without_a_driver_image_is_refused_with_the_supported_ids() -> Non
     assert "sles" in message and "azurelinux" in message
 
 
-@pytest.mark.parametrize("os_id", ["ubuntu", "rhel", "rocky", "sles", "azurelinux"])
-def test_driver_image_oses_are_accepted(os_id: str) -> None:
+@pytest.mark.parametrize("os_id", ["ubuntu", "rhel", "rocky"])
+def test_oses_with_published_driver_images_are_accepted(os_id: str) -> None:
     parse_config({"cluster": {"operatingSystems": [{"id": os_id, "versionId": "9"}]}})
+
+
+@pytest.mark.parametrize("os_id", ["sles", "azurelinux"])
+def test_oses_without_published_driver_images_need_a_driver_image_of_your_own(os_id: str) -> None:
+    found = document_problems({"cluster": {"operatingSystems": [{"id": os_id, "versionId": "9"}]}})
+    assert found["cluster.operatingSystems[0].id"].startswith(f"NVIDIA publishes no driver image for {os_id}")
+    parse_config({"cluster": {"operatingSystems": [{"id": os_id, "versionId": "9"}]},
+                  "operator": {"driver": {"repository": "registry.example.com/drivers"}}})
+    parse_config({"cluster": {"operatingSystems": [{"id": os_id, "versionId": "9"}]},
+                  "operator": {"driver": {"enabled": False}}})
 
 
 # --- the container runtime -------------------------------------------------------------------------------------

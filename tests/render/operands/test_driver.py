@@ -34,6 +34,10 @@ UBUNTU = {"id": "ubuntu", "versionId": "22.04"}
 RHEL = {"id": "rhel", "versionId": "9.4"}
 
 
+#: a driver image repository of the user's own: NVIDIA publishes driver images for ubuntu, rhel and rocky only
+OWN_DRIVERS = "registry.example.com/drivers"
+
+
 def _doc(driver_spec: dict | None = None, *, systems: list[dict] | None = None, **sections: object) -> dict:
     operator = {"driver": driver_spec or {}, **sections}
     document: dict = {"operator": operator}
@@ -372,8 +376,8 @@ def test_secret_env_reaches_installing_containers() -> None:
     ({"id": "sles", "versionId": "15.6"}, "/etc/zypp/repos.d", "/etc/pki/trust/anchors"),
 ])
 def test_repo_and_cert_config_mount_at_os_paths(system: dict, repo_dir: str, cert_dir: str) -> None:
-    document = _doc({"repoConfig": {"configMapName": "repos"}, "certConfig": {"name": "certs"}},
-                    systems=[system], gdrcopy={"enabled": True})
+    document = _doc({"repoConfig": {"configMapName": "repos"}, "certConfig": {"name": "certs"},
+                     "repository": OWN_DRIVERS}, systems=[system], gdrcopy={"enabled": True})
     document["configs"] = {"driverRepoConfig": ["custom.repo"], "driverCertConfig": ["ca.crt"]}
     ds = _ds(document)
     assert _volume(ds, "repos")["configMap"] == {"name": "repos", "items": [{"key": "custom.repo", "path": "custom.repo"}]}
@@ -388,7 +392,7 @@ def test_repo_and_cert_config_mount_at_os_paths(system: dict, repo_dir: str, cer
 
 def test_repo_config_on_an_unmapped_os_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as error:
-        render_operand(driver.render, {**_doc({"repoConfig": {"configMapName": "repos"}},
+        render_operand(driver.render, {**_doc({"repoConfig": {"configMapName": "repos"}, "repository": OWN_DRIVERS},
                                               systems=[{"id": "azurelinux", "versionId": "3.0"}]),
                                        "configs": {"driverRepoConfig": ["custom.repo"]}})
     assert [(p.path, p.message.split(" (")[0]) for p in error.value.problems] == [
@@ -451,7 +455,7 @@ def test_kernel_module_config_mounts_the_parameter_files() -> None:
     (UBUNTU, "containerd", {}),
 ])
 def test_subscription_mounts_per_os(system: dict, runtime: str, expected: dict) -> None:
-    document = _doc(systems=[system])
+    document = _doc({"repository": OWN_DRIVERS}, systems=[system])
     document["cluster"]["containerRuntime"] = runtime
     ds = _ds(document)
     found = {name: path for name, path in volume_paths(ds).items() if name.startswith("subscription-config")}

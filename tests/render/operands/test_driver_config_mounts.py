@@ -129,7 +129,8 @@ def test_rhel_repo_config_replaces_the_host_subscription_mounts() -> None:
     assert [path for name, path in volume_paths(plain).items() if name.startswith("subscription-config")] == [
         "/etc/pki/entitlement", "/etc/yum.repos.d/redhat.repo", "/etc/rhsm",
     ]
-    sles = find(_render(with_repos, {"driverRepoConfig": ["sles.repo"]}, operatingSystems=[SLES]), "DaemonSet")
+    own_image = {**with_repos, "repository": "registry.example.com/drivers"}  # NVIDIA publishes none for SLES
+    sles = find(_render(own_image, {"driverRepoConfig": ["sles.repo"]}, operatingSystems=[SLES]), "DaemonSet")
     assert [path for name, path in volume_paths(sles).items() if name.startswith("subscription-config")] == [
         "/etc/SUSEConnect", "/etc/zypp/credentials.d",
     ]
