@@ -15,6 +15,7 @@ __all__ = ["AGENTS", "main"]
 
 #: Agent name -> module providing `main(argv: Sequence[str]) -> int`.
 AGENTS: dict[str, str] = {
+    "device-plugin": "gpu_operator.agents.device_plugin.command",
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
     "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
     "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",

@@ -1,0 +1,238 @@
+"""Device plugin settings: NVIDIA's flags, their environment variables and the config file, with its precedence.
+
+Each setting is a row of :data:`OPTIONS`: its flags, its environment variables, where it sits in the v1 config
+file (`flags.migStrategy`, `flags.plugin.passDeviceSpecs`, ...) and its default. A value comes from the command
+line, else the first of its variables that is set, else the config file, else the default (urfave/cli's
+precedence, as in NVIDIA's plugin). The config file (`--config-file` / `CONFIG_FILE`) also carries the sharing
+setup; it is re-read on every SIGHUP, which is how a `nvidia.com/device-plugin.config` label switch arrives.
+
+Two settings are ours: `--health-recovery-period` (see :mod:`.health`) and `--proc-root`, where
+`driver/nvidia-caps/mig-minors` is read for MIG device specs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from gpu_operator.agents import options
+from gpu_operator.agents.nvml import NVML_ENV
+from gpu_operator.agents.plugin_config import PluginConfig, PluginConfigError, load_plugin_config
+from gpu_operator.agents.values import parse_bool, parse_duration
+
+__all__ = [
+    "MigStrategy",
+    "ListStrategy",
+    "IdStrategy",
+    "AllocationPolicy",
+    "Option",
+    "OPTIONS",
+    "Settings",
+    "SettingsError",
+    "DEFAULT_KUBELET_SOCKET",
+    "add_arguments",
+    "resolve_settings",
+]
+
+DEFAULT_KUBELET_SOCKET = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+
+class SettingsError(ValueError):
+    """A flag, variable or config file value the plugin refuses."""
+
+
+class MigStrategy(str, Enum):
+    NONE = "none"
+    SINGLE = "single"
+    MIXED = "mixed"
+
+
+class ListStrategy(str, Enum):
+    """How allocated devices reach the container runtime."""
+
+    ENVVAR = "envvar"
+    VOLUME_MOUNTS = "volume-mounts"
+    CDI_ANNOTATIONS = "cdi-annotations"
+    CDI_CRI = "cdi-cri"
+
+
+class IdStrategy(str, Enum):
+    UUID = "uuid"
+    INDEX = "index"
+
+
+class AllocationPolicy(str, Enum):
+    """How replicas of shared GPUs are chosen: spread over GPUs, or packed onto the busiest."""
+
+    DISTRIBUTED = "distributed"
+    PACKED = "packed"
+
+
+def _list_strategies(value: Any) -> tuple[ListStrategy, ...]:
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    chosen: list[ListStrategy] = []
+    for item in items:
+        text = str(item).strip()
+        try:
+            strategy = ListStrategy(text)
+        except ValueError:
+            known = ", ".join(s.value for s in ListStrategy)
+            raise ValueError(f"invalid strategy {text!r}: expected one of {known}") from None
+        if strategy not in chosen:
+            chosen.append(strategy)
+    if not chosen:
+        raise ValueError("at least one device list strategy is required")
+    return tuple(chosen)
+
+
+def _strict_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, not {value!r}")
+    return value
+
+
+def _recovery_period(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds < 0:
+        raise ValueError("must not be negative")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Option(options.Option):
+    """One setting, which may also come from the config file's `flags` (`file_path` within it)."""
+
+    file_path: tuple[str, ...] | None = None
+    from_file: Callable[[Any], Any] | None = None
+
+
+def _bool_option(name: str, flags: tuple[str, ...], env: tuple[str, ...], path: tuple[str, ...] | None,
+                 default: bool, help: str) -> Option:
+    return Option(name, flags, env, parse_bool, default, help, True, path, _strict_bool)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("mig_strategy", ("--mig-strategy",), ("MIG_STRATEGY",), MigStrategy, MigStrategy.NONE,
+           "how MIG devices are exposed: none | single | mixed", file_path=("migStrategy",)),
+    _bool_option("fail_on_init_error", ("--fail-on-init-error",), ("FAIL_ON_INIT_ERROR",), ("failOnInitError",),
+                 True, "fail when NVML cannot start; otherwise serve no devices"),
+    Option("driver_root", ("--driver-root", "--nvidia-driver-root"), ("NVIDIA_DRIVER_ROOT",), str, "/",
+           "the driver's root on the host", file_path=("nvidiaDriverRoot",)),
+    Option("dev_root", ("--dev-root", "--nvidia-dev-root"), ("NVIDIA_DEV_ROOT",), str, "",
+           "the root of /dev on the host (default: the driver root)", file_path=("nvidiaDevRoot",)),
+    _bool_option("pass_device_specs", ("--pass-device-specs",), ("PASS_DEVICE_SPECS",),
+                 ("plugin", "passDeviceSpecs"), False, "add DeviceSpecs for the device nodes to Allocate responses"),
+    Option("device_list_strategy", ("--device-list-strategy",), ("DEVICE_LIST_STRATEGY",), _list_strategies,
+           (ListStrategy.ENVVAR,), "envvar | volume-mounts | cdi-annotations | cdi-cri (comma list)",
+           file_path=("plugin", "deviceListStrategy"), from_file=_list_strategies),
+    Option("device_id_strategy", ("--device-id-strategy",), ("DEVICE_ID_STRATEGY",), IdStrategy, IdStrategy.UUID,
+           "uuid | index", file_path=("plugin", "deviceIDStrategy")),
+    _bool_option("gdrcopy_enabled", ("--gdrcopy-enabled",), ("GDRCOPY_ENABLED",), ("gdrcopyEnabled",), False,
+                 "give containers GDRCopy"),
+    _bool_option("gds_enabled", ("--gds-enabled",), ("GDS_ENABLED",), ("gdsEnabled",), False,
+                 "give containers GPUDirect Storage"),
+    _bool_option("mofed_enabled", ("--mofed-enabled",), ("MOFED_ENABLED",), ("mofedEnabled",), False,
+                 "give containers the MOFED devices"),
+    Option("cdi_annotation_prefix", ("--cdi-annotation-prefix",), ("CDI_ANNOTATION_PREFIX",), str, "cdi.k8s.io/",
+           "prefix of the CDI annotation keys", file_path=("plugin", "cdiAnnotationPrefix")),
+    Option("mps_root", ("--mps-root",), ("MPS_ROOT",), str, "", "host directory of the MPS daemons (MPS sharing)",
+           file_path=("mpsRoot",)),
+    Option("allocation_policy", ("--shared-devices-allocation-policy",), ("SHARED_DEVICES_ALLOCATION_POLICY",),
+           AllocationPolicy, AllocationPolicy.DISTRIBUTED, "distributed | packed (replicas of shared GPUs)",
+           file_path=("plugin", "sharedDevicesAllocationPolicy")),
+    Option("kubelet_socket", ("--kubelet-socket",), ("KUBELET_SOCKET",), str, DEFAULT_KUBELET_SOCKET,
+           "the kubelet's registration socket; its directory holds the plugin sockets ('' = do not register)"),
+    Option("config_file", ("--config-file",), ("CONFIG_FILE",), str, "", "the v1 config file (flags and sharing)"),
+    Option("driver_root_ctr_path", ("--driver-root-ctr-path", "--container-driver-root"),
+           ("DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"), str, "/driver-root",
+           "where the driver root is mounted in the container (searched for libnvidia-ml.so.1)",
+           file_path=("plugin", "containerDriverRoot")),
+    Option("proc_root", ("--proc-root",), ("DP_PROC_ROOT",), str, "/proc",
+           "where driver/nvidia-caps/mig-minors is read (MIG device specs)"),
+    Option("health_recovery_period", ("--health-recovery-period",), ("DP_HEALTH_RECOVERY_PERIOD",),
+           _recovery_period, 300.0, "quiet time after which a GPU marked unhealthy by an XID is healthy again "
+           "(a Go duration; 0 keeps it unhealthy until restart, as NVIDIA's plugin does)"),
+    Option("nvml", ("--nvml",), (NVML_ENV,), str, "auto",
+           "NVML to use: 'auto' (the driver's) or 'fake:<profile>' (a simulated node)"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every setting, resolved, plus the parsed config file."""
+
+    mig_strategy: MigStrategy = MigStrategy.NONE
+    fail_on_init_error: bool = True
+    driver_root: str = "/"
+    dev_root: str = ""
+    pass_device_specs: bool = False
+    device_list_strategy: tuple[ListStrategy, ...] = (ListStrategy.ENVVAR,)
+    device_id_strategy: IdStrategy = IdStrategy.UUID
+    gdrcopy_enabled: bool = False
+    gds_enabled: bool = False
+    mofed_enabled: bool = False
+    cdi_annotation_prefix: str = "cdi.k8s.io/"
+    mps_root: str = ""
+    allocation_policy: AllocationPolicy = AllocationPolicy.DISTRIBUTED
+    kubelet_socket: str = DEFAULT_KUBELET_SOCKET
+    config_file: str = ""
+    driver_root_ctr_path: str = "/driver-root"
+    proc_root: str = "/proc"
+    health_recovery_period: float = 300.0
+    nvml: str = "auto"
+    plugin_config: PluginConfig = field(default_factory=PluginConfig)
+
+    @property
+    def device_root(self) -> str:
+        """The host root the device nodes are under (`--dev-root`, else the driver root)."""
+        return self.dev_root or self.driver_root
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare every option's flags; unset flags stay None so the environment and the file can decide."""
+    options.add_arguments(parser, OPTIONS)
+
+
+def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str], config: PluginConfig) -> Any:
+    text, source = options.given(option, cli, environ)
+    if text is not None:
+        return options.parse_given(option, text, source, SettingsError)
+    in_file = None if option.file_path is None else config.flag(*option.file_path)
+    if in_file is None:
+        return option.default
+    where = "config file flags." + ".".join(option.file_path or ())
+    try:
+        return (option.from_file or (lambda v: option.parse(str(v))))(in_file)
+    except (ValueError, TypeError) as error:
+        raise SettingsError(f"invalid value {in_file!r} for {where}: {error}") from error
+
+
+def _config_file(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> tuple[str, PluginConfig]:
+    option = next(o for o in OPTIONS if o.name == "config_file")
+    path = _value(option, cli, environ, PluginConfig())
+    if not path:
+        return "", PluginConfig()
+    try:
+        return path, load_plugin_config(path)
+    except PluginConfigError as error:
+        raise SettingsError(f"unable to load config file {path}: {error}") from error
+
+
+def _check(settings: Settings) -> Settings:
+    sharing = settings.plugin_config.sharing
+    if sharing.mps is not None and sharing.mps.replicates():
+        if settings.mig_strategy is MigStrategy.MIXED:
+            raise SettingsError("sharing.mps cannot be used with migStrategy mixed: use none or single, or drop mps")
+        if not settings.mps_root:
+            raise SettingsError("sharing.mps needs the MPS root: set --mps-root / MPS_ROOT or flags.mpsRoot")
+    return settings
+
+
+def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
+    """Settings from parsed flags (name -> text or None), the environment, and the config file they name."""
+    path, config = _config_file(cli, environ)
+    values = {o.name: _value(o, cli, environ, config) for o in OPTIONS if o.name != "config_file"}
+    return _check(Settings(config_file=path, plugin_config=config, **values))
