@@ -1,0 +1,67 @@
+"""Resources from the node's GPUs: MIG strategies, replicas and the layouts a strategy refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_operator.agents.device_plugin.devices import DeviceError, build_resources
+from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings
+from gpu_operator.agents.nvml import GpuInfo, open_nvml
+from gpu_operator.agents.plugin_config import parse_plugin_config
+
+
+def _gpus(profile: str) -> tuple[GpuInfo, ...]:
+    nvml = open_nvml(f"fake:{profile}")
+    try:
+        return nvml.devices()
+    finally:
+        nvml.close()
+
+
+def _counts(profile: str, strategy: MigStrategy, config: str = "") -> dict[str, int]:
+    settings = Settings(mig_strategy=strategy, plugin_config=parse_plugin_config(config or "version: v1"))
+    return {r.name: len(r.devices) for r in build_resources(_gpus(profile), settings)}
+
+
+def test_time_slicing_4_replicas_on_8_gpus_is_32() -> None:
+    config = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: gpu, replicas: 4}\n"
+    assert _counts("h100-8x", MigStrategy.NONE, config) == {"nvidia.com/gpu": 32}
+
+
+def test_mig_strategies_on_the_a100_mig_node() -> None:
+    assert _counts("a100-8x-mig", MigStrategy.NONE) == {"nvidia.com/gpu": 8}
+    assert _counts("a100-8x-mig", MigStrategy.SINGLE) == {"nvidia.com/gpu": 56}
+    assert _counts("a100-8x-mig", MigStrategy.MIXED) == {"nvidia.com/mig-1g.10gb": 56}
+
+
+def test_mixed_node() -> None:
+    assert _counts("a100-4x-mixed-mig", MigStrategy.MIXED) == {
+        "nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 9, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}
+
+
+def test_single_refuses_mig_and_non_mig_gpus_together() -> None:
+    with pytest.raises(DeviceError, match="GPUs 2, 3 have MIG disabled beside MIG-enabled GPUs"):
+        _counts("a100-4x-mixed-mig", MigStrategy.SINGLE)
+
+
+def test_single_refuses_differing_profiles() -> None:
+    gpus = _gpus("a100-4x-mixed-mig")[:2]
+    with pytest.raises(DeviceError, match="differing profiles"):
+        build_resources(gpus, Settings(mig_strategy=MigStrategy.SINGLE))
+
+
+def test_single_refuses_an_enabled_gpu_without_mig_devices() -> None:
+    gpus = tuple(g if g.index else GpuInfo(**{**{s: getattr(g, s) for s in GpuInfo.__slots__}, "mig_devices": ()})
+                 for g in _gpus("a100-8x-mig"))
+    with pytest.raises(DeviceError, match="MIG-enabled GPUs 0 have no MIG devices"):
+        build_resources(gpus, Settings(mig_strategy=MigStrategy.SINGLE))
+
+
+def test_mps_on_mig_devices_is_refused() -> None:
+    config = parse_plugin_config("version: v1\nsharing:\n  mps:\n    resources:\n      - {name: gpu, replicas: 2}\n")
+    with pytest.raises(DeviceError, match="MPS sharing does not support"):
+        build_resources(_gpus("a100-8x-mig"), Settings(mig_strategy=MigStrategy.SINGLE, plugin_config=config))
+
+
+def test_no_gpus_means_no_resources() -> None:
+    assert build_resources((), Settings()) == ()
