@@ -1,0 +1,145 @@
+"""The command: start-up errors, the SIGHUP reload a `nvidia.com/device-plugin.config` switch sends, and the real process."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from gpu_operator.agents import cli
+from gpu_operator.agents.device_plugin.command import PluginFailure, main, serve
+from gpu_operator.agents.device_plugin.settings import resolve_settings
+from gpu_operator.agents.signals import RELOAD
+from tests.agents.device_plugin.harness import TIMEOUT, FakeKubelet, PluginClient, short_tempdir
+
+PLAIN = "version: v1\n"
+SHARED = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: gpu, replicas: 3}\n"
+
+
+class Signals:
+    """A SignalSource the test feeds."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[int] = queue.Queue()
+
+    def wait(self, timeout: float | None) -> int | None:
+        return self.queue.get(timeout=timeout)
+
+
+@contextmanager
+def running(config: str, profile: str = "h100-8x") -> Iterator[tuple[FakeKubelet, Signals, Path, str]]:
+    with short_tempdir() as directory:
+        kubelet = FakeKubelet(directory)
+        kubelet.start()
+        path = Path(directory) / "config.yaml"
+        path.write_text(config)
+        environ = {"CONFIG_FILE": str(path), "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": f"fake:{profile}"}
+        signals = Signals()
+        outcome: queue.Queue[object] = queue.Queue()
+
+        def run() -> None:
+            try:
+                outcome.put(serve(lambda: resolve_settings({}, environ), environ, signals))
+            except BaseException as error:  # handed to the test thread
+                outcome.put(error)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        try:
+            yield kubelet, signals, path, directory
+        finally:
+            signals.queue.put(signal.SIGTERM)
+            thread.join(TIMEOUT)
+            kubelet.stop()
+        assert not thread.is_alive()
+        assert outcome.get_nowait() == 0
+
+
+def _count(directory: str) -> int:
+    client = PluginClient(os.path.join(directory, "nvidia-gpu.sock"))
+    try:
+        return len(client.watch().devices)
+    finally:
+        client.close()
+
+
+def test_sighup_applies_the_config_the_label_selected() -> None:
+    with running(PLAIN) as (kubelet, signals, path, directory):
+        kubelet.next_registration()
+        assert _count(directory) == 8
+        path.write_text(SHARED)  # what the config-manager does before it sends SIGHUP
+        signals.queue.put(RELOAD)
+        assert kubelet.next_registration().resource_name == "nvidia.com/gpu"
+        assert _count(directory) == 24
+
+
+def test_a_bad_config_on_sighup_leaves_the_running_plugins_alone() -> None:
+    with running(SHARED) as (kubelet, signals, path, directory):
+        kubelet.next_registration()
+        path.write_text("version: v3\n")
+        signals.queue.put(RELOAD)
+        with pytest.raises(queue.Empty):
+            kubelet.registrations.get(timeout=1.0)
+        assert _count(directory) == 24
+
+
+def test_a_layout_the_new_config_refuses_restores_the_previous_plugins() -> None:
+    with running(PLAIN, "a100-4x-mixed-mig") as (kubelet, signals, path, directory):
+        kubelet.next_registration()
+        assert _count(directory) == 4
+        path.write_text("version: v1\nflags: {migStrategy: single}\n")  # MIG and non-MIG GPUs: single refuses
+        signals.queue.put(RELOAD)
+        assert kubelet.next_registration().resource_name == "nvidia.com/gpu"  # the previous set, registered again
+        assert _count(directory) == 4
+
+
+def test_start_up_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: gpu, replicas: 1}\n")
+    assert main(["--config-file", str(bad), "--nvml", "fake:h100-8x"], environ={}) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("gpu-operator-agent device-plugin: unable to load config file")
+    assert "number of replicas for nvidia.com/gpu must be >= 2" in error and "\n" not in error
+    assert main(["--mig-strategy", "single", "--nvml", "fake:a100-4x-mixed-mig", "--kubelet-socket", ""],
+                environ={}) == 1
+    assert "MIG disabled beside MIG-enabled GPUs" in capsys.readouterr().err
+
+
+def test_serve_raises_for_settings_it_cannot_load() -> None:
+    with pytest.raises(PluginFailure, match="MIG_STRATEGY"):
+        serve(lambda: resolve_settings({}, {"MIG_STRATEGY": "x"}), {}, Signals())
+
+
+def test_the_agent_is_registered_with_the_entry_point() -> None:
+    assert cli.AGENTS["device-plugin"] == "gpu_operator.agents.device_plugin.command"
+
+
+def test_the_process_registers_reloads_on_sighup_and_exits_on_sigterm() -> None:
+    with short_tempdir() as directory:
+        kubelet = FakeKubelet(directory)
+        kubelet.start()
+        environ = {**os.environ, "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": "fake:t4-1x"}
+        process = subprocess.Popen([sys.executable, "-m", "gpu_operator.agents.cli", "device-plugin"], env=environ,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            assert kubelet.next_registration().resource_name == "nvidia.com/gpu"
+            process.send_signal(signal.SIGHUP)
+            assert kubelet.next_registration().endpoint == "nvidia-gpu.sock"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(TIMEOUT) == 0
+            assert os.listdir(directory) == ["kubelet.sock"]
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(TIMEOUT)
+            assert process.stderr is not None
+            process.stderr.close()
+            kubelet.stop()
