@@ -5,8 +5,10 @@
 2. one `GpuNodePool` per entry of `pools` (after the cluster and the feature registration);
 3. with `agents.build`, the agents image (`AgentsImage`): built, pushed, and pullable by the cluster's kubelet
    identity (AcrPull); the operator's DaemonSets reference it by digest;
-4. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists, and
-   `GpuOperator` on it. The provider carries the ordering: a component's `depends_on` does not reach its
+4. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists;
+5. with InfiniBand pools (unless `network.enabled: false`), `NetworkOperator` on it: chart, NodeFeatureRule,
+   NicClusterPolicy;
+6. `GpuOperator` on it, after the pools and the NicClusterPolicy. The provider carries the ordering: a component's `depends_on` does not reach its
    children, but every object created with a provider waits for what the provider depends on. With a cluster
    created here, the pools and the Kubernetes objects are `deleted_with` the cluster: deleting the cluster takes
    them along.
@@ -32,9 +34,11 @@ from gpu_operator.components.agents_image import AgentsImage, build_context, clu
 from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
 from gpu_operator.components.component_args import required
 from gpu_operator.components.feature_registration import FeatureWait
+from gpu_operator.components.network_operator import NetworkOperator
 from gpu_operator.components.node_pool import GpuNodePool
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.config.network import network_wanted
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
 from gpu_operator.render.aks.resources import fleet_gpu_resource_names
 from gpu_operator.render.registry import render
@@ -86,6 +90,8 @@ class GpuCluster(pulumi.ComponentResource):
     kubernetes_provider: k8s.Provider
     agents_image: AgentsImage | None
     """The agents image built and pushed by the stack (with `agents.build`)."""
+    network_operator: NetworkOperator | None
+    """The Network Operator and RDMA wiring (with InfiniBand pools, unless `network.enabled: false`)."""
     operator: GpuOperator
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -148,6 +154,15 @@ class GpuCluster(pulumi.ComponentResource):
             upsert_existing_objects=args.get("adopt_existing_objects") or None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[pool.agent_pool for pool in pools] or None),
         )
+        self.network_operator = None
+        if network_wanted(config.network, config.pools):
+            self.network_operator = NetworkOperator(
+                f"{name}-network",
+                {"provider": self.kubernetes_provider, "config": config},
+                pulumi.ResourceOptions(parent=self, depends_on=pools or None,
+                                       deleted_with=self.cluster.managed_cluster),
+            )
+        before: list[pulumi.Resource] = [*pools, *([self.network_operator] if self.network_operator else [])]
         self.operator = GpuOperator(
             f"{name}-operator",
             {
@@ -156,7 +171,7 @@ class GpuCluster(pulumi.ComponentResource):
                 "wait_for_daemonsets": args.get("wait_for_daemonsets", False),
                 "agents_image": self.agents_image.image_ref if self.agents_image is not None else None,
             },
-            pulumi.ResourceOptions(parent=self, depends_on=pools or None, deleted_with=self.cluster.managed_cluster),
+            pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=self.cluster.managed_cluster),
         )
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name

@@ -6,8 +6,9 @@
 Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
 without the Pulumi CLI. With `-o DIR`, the AKS resources of the config (one agent pool per GPU pool, and the
-cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`, and the values of the Node Feature
-Discovery chart that GpuOperator installs under `DIR/helm/`; stdout only ever carries Kubernetes manifests.
+cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`, and the values of the Helm charts
+installed beside the manifests (the Network Operator's, with InfiniBand pools; Node Feature Discovery's otherwise)
+under `DIR/helm/`; stdout only ever carries Kubernetes manifests.
 
 No input ends in a traceback. A bad file, config or output directory prints `error: <path>: <what>` with the fix
 on stderr, exits with status 2 and writes nothing (everything is rendered in memory before the first file is
@@ -23,6 +24,7 @@ import io
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
@@ -37,7 +39,8 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
-from gpu_operator.render.nfd import NfdChart, nfd_chart
+from gpu_operator.render.network import network_objects
+from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
 
 __all__ = ["main", "build_parser", "format_error", "EXIT_USAGE", "EXIT_BUG"]
@@ -103,26 +106,56 @@ def _note(message: str) -> None:
     print(f"note: {message}", file=sys.stderr)
 
 
-def _chart_line(chart: NfdChart) -> str:
+@dataclass(frozen=True)
+class _Chart:
+    """A Helm chart a component installs beside the manifests: what it is, who installs it, its values."""
+
+    release: str
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any]
+    what: str
+    installer: str
+    repo_flag: str = ""
+
+
+def _charts(config: GpuStackConfig) -> list[_Chart]:
+    from gpu_operator.render.network import render_network
+
+    charts: list[_Chart] = []
+    network = render_network(config)
+    if network is not None:
+        spec = network.chart
+        charts.append(_Chart(spec.chart, spec.chart, spec.version, spec.namespace, spec.values,
+                             "the NVIDIA Network Operator", "NetworkOperator", f" --repo {spec.repository}"))
+    nfd = nfd_chart(config)
+    if nfd is not None:
+        charts.append(_Chart("node-feature-discovery", nfd.chart, nfd.version, nfd.namespace, nfd.values,
+                             "Node Feature Discovery", "GpuOperator"))
+    return charts
+
+
+def _chart_line(chart: _Chart) -> str:
     return f"Helm chart {chart.chart} {chart.version} in namespace {chart.namespace}"
 
 
-def _values_file(chart: NfdChart) -> str:
+def _values_file(chart: _Chart) -> str:
     return f"helm/{chart.chart.rsplit('/', 1)[-1]}-values.yaml"
 
 
-def _values_text(chart: NfdChart) -> str:
+def _values_text(chart: _Chart) -> str:
     header = (
         f"# Helm chart {chart.chart} {chart.version}, namespace {chart.namespace}:\n"
-        "# Node Feature Discovery, which GpuOperator installs with these values beside this directory's manifests.\n"
-        f"# Its objects: helm template node-feature-discovery {chart.chart} --version {chart.version} \\\n"
+        f"# {chart.what}, which {chart.installer} installs with these values beside this directory's manifests.\n"
+        f"# Its objects: helm template {chart.release} {chart.chart}{chart.repo_flag} --version {chart.version} \\\n"
         f"#   --namespace {chart.namespace} -f {_values_file(chart)}\n"
     )
     return header + dump_yaml(chart.values)
 
 
 def _output_files(
-    config: GpuStackConfig, objects: Sequence[dict[str, Any]], chart: NfdChart | None
+    config: GpuStackConfig, objects: Sequence[dict[str, Any]], charts: Sequence[_Chart]
 ) -> dict[str, str]:
     """Every file `-o` writes, rendered in memory: manifests, ARM documents, the NFD chart's values."""
     from gpu_operator.render.aks.documents import azure_documents
@@ -130,7 +163,7 @@ def _output_files(
     files = manifest_files(objects)
     for name, document in azure_documents(config).items():
         files[f"azure/{name}"] = json.dumps(document, indent=2) + "\n"
-    if chart is not None:
+    for chart in charts:
         files[_values_file(chart)] = _values_text(chart)
     return files
 
@@ -140,7 +173,7 @@ def _print_summary(
     config: GpuStackConfig,
     operands: Sequence[RenderedOperand],
     objects: Sequence[dict[str, Any]],
-    chart: NfdChart | None,
+    charts: Sequence[_Chart],
     output: Path | None,
 ) -> None:
     from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
@@ -148,8 +181,8 @@ def _print_summary(
     print(format_table(SUMMARY_HEADER, summary_rows(operands, config)), file=out)
     print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
           f"namespace {config.namespace}", file=out)
-    if chart is not None:
-        print(f"\nplus {_chart_line(chart)} (Node Feature Discovery, installed by GpuOperator), with values"
+    for chart in charts:
+        print(f"\nplus {_chart_line(chart)} ({chart.what}, installed by {chart.installer}), with values"
               + (f" in {output / _values_file(chart)}" if output is not None else ":"), file=out)
         if output is None:
             print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()), file=out)
@@ -169,24 +202,24 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source)
     operands = render_operands(config)
-    objects = [obj for operand in operands for obj in operand.objects]
-    chart = nfd_chart(config)
+    objects = [*network_objects(config), *(obj for operand in operands for obj in operand.objects)]
+    charts = _charts(config)
     if args.output is not None:
-        files = _output_files(config, objects, chart)
+        files = _output_files(config, objects, charts)
         paths = write_files(files, args.output)
         where = out if args.summary else sys.stderr
         azure = sum(path.parent.name == "azure" for path in paths)
         print(f"wrote {len(objects)} objects to {args.output}/", file=where)
         if azure:
             print(f"wrote {azure} AKS resource{'s' if azure != 1 else ''} to {args.output / 'azure'}/", file=where)
-        if chart is not None:
+        for chart in charts:
             print(f"wrote the values of {_chart_line(chart)} to {args.output / _values_file(chart)}", file=where)
     elif not args.summary:
         out.write(dump_all_yaml(objects))
-        if chart is not None:
-            _note(f"GpuOperator also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
+        for chart in charts:
+            _note(f"{chart.installer} also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
     if args.summary:
-        _print_summary(out, config, operands, objects, chart, args.output)
+        _print_summary(out, config, operands, objects, charts, args.output)
     return 0
 
 

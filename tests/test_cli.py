@@ -10,13 +10,15 @@ import yaml
 from gpu_operator.cli import main
 from gpu_operator.config import load_config, parse_config
 from gpu_operator.render import render
+from gpu_operator.render.network import network_objects
 from tests.support.reference import reference_file
 
 
 def test_render_default_to_stdout_is_the_rendered_stack(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["render"]) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert documents == render(load_config(None))
+    config = load_config(None)
+    assert documents == [*network_objects(config), *render(config)]
 
 
 def test_render_to_directory_writes_one_file_per_object_in_order(tmp_path: Path) -> None:
@@ -38,7 +40,7 @@ def test_summary_table_lists_operands(capsys: pytest.CaptureFixture[str], tmp_pa
     output = capsys.readouterr().out
     assert "STATE" in output and "state-driver" in output and "nvidia-driver-daemonset" in output
     assert "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04" in output
-    assert "node-feature-discovery 0.19.0" in output
+    assert "network-operator 26.4.1" in output
 
 
 def test_bad_config_lists_problems_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,10 @@ operator would otherwise learn at runtime are derived from it:
 * GPUDirect RDMA for InfiniBand pools whose driver the operator owns: `operator.driver.kernelModuleType` becomes
   `open` when left at its default. The open kernel modules carry GPUDirect RDMA over DMA-BUF, which works with
   the InfiniBand drivers already on the node and needs no MOFED; the legacy `nvidia-peermem` path
-  (`driver.rdma.enabled`) waits for a MOFED driver container, so it stays the user's explicit choice.
+  (`driver.rdma.enabled`) waits for a MOFED driver container, so it stays the user's explicit choice;
+* the Network Operator (`network`): on when a pool has InfiniBand (unless `network.enabled: false`), with the
+  IB virtual-function ids of the pools' NIC generations; it runs the one NFD, so the GPU operator's is turned
+  off, and with `network.mofed: host` the legacy peermem path uses the host's MOFED (`rdma.useHostMofed`).
 
 The derivation is idempotent: deriving an effective config again changes nothing, so a config can be validated
 and derived at every component boundary. A document without pools is returned unchanged.
@@ -26,6 +29,7 @@ from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.kube import Toleration
+from gpu_operator.config.network import network_wanted, pool_vf_device_ids
 from gpu_operator.config.pools import GpuPool
 
 __all__ = ["effective_config", "pool_operating_system", "pool_tolerations", "needs_open_kernel_modules"]
@@ -72,8 +76,28 @@ def _tolerations(doc: GpuStackConfig) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+def _network_effective(doc: GpuStackConfig) -> GpuStackConfig:
+    """`network.enabled` and `vfDeviceIds` resolved from the pools; one NFD; host MOFED for legacy peermem."""
+    network = doc.network
+    if not network_wanted(network, doc.pools):
+        return doc
+    update: dict[str, object] = {"enabled": True}
+    if not network.vf_device_ids:
+        update["vf_device_ids"] = pool_vf_device_ids(doc.pools)
+    changes: dict[str, object] = {
+        "network": network.model_copy(update=update),
+        "nfd": doc.nfd.model_copy(update={"enabled": False}),
+    }
+    rdma = doc.operator.driver.rdma
+    if network.mofed == "host" and rdma.enabled and not rdma.use_host_mofed:
+        driver = doc.operator.driver.model_copy(update={"rdma": rdma.model_copy(update={"use_host_mofed": True})})
+        changes["operator"] = doc.operator.model_copy(update={"driver": driver})
+    return doc.model_copy(update=changes)
+
+
 def effective_config(doc: GpuStackConfig) -> GpuStackConfig:
     """The document with everything its pools imply folded in (unchanged when it has no pools)."""
+    doc = _network_effective(doc)
     if not doc.pools:
         return doc
     driver = doc.operator.driver

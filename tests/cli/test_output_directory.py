@@ -16,11 +16,13 @@ from gpu_operator.render.nfd import nfd_chart
 from tests.cli.support import snapshot
 
 VALUES = "helm/node-feature-discovery-values.yaml"
+#: A document without InfiniBand pools: no Network Operator, so the GPU operator's NFD chart is installed.
+NO_NETWORK = Path(__file__).parents[2] / "examples" / "configs" / "time-slicing.yaml"
 
 
 def test_the_nfd_charts_values_are_written_beside_the_manifests(tmp_path: Path) -> None:
-    assert main(["render", "-o", str(tmp_path)]) == 0
-    chart = nfd_chart(load_config(None))
+    assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
+    chart = nfd_chart(load_config(NO_NETWORK))
     assert chart is not None
     text = (tmp_path / VALUES).read_text()
     assert yaml.safe_load(text) == chart.values
@@ -32,17 +34,17 @@ def test_the_nfd_charts_values_are_written_beside_the_manifests(tmp_path: Path) 
 def test_the_header_names_the_chart_and_where_its_values_went(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["render", "-o", str(tmp_path)]) == 0
+    assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"wrote {len(render(load_config(None)))} objects to {tmp_path}/" in err
+    assert f"wrote {len(render(load_config(NO_NETWORK)))} objects to {tmp_path}/" in err
     assert ("wrote the values of Helm chart oci://registry.k8s.io/nfd/charts/node-feature-discovery 0.19.0 in "
             f"namespace gpu-operator to {tmp_path / VALUES}") in err
 
 
 def test_the_summary_lists_the_chart_with_its_values(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["render", "--summary"]) == 0
+    assert main(["render", "-f", str(NO_NETWORK), "--summary"]) == 0
     out = capsys.readouterr().out
-    chart = nfd_chart(load_config(None))
+    chart = nfd_chart(load_config(NO_NETWORK))
     assert chart is not None
     line = next(line for line in out.splitlines() if line.startswith("plus Helm chart"))
     assert line == (f"plus Helm chart {chart.chart} {chart.version} in namespace {chart.namespace} "
@@ -52,7 +54,7 @@ def test_the_summary_lists_the_chart_with_its_values(capsys: pytest.CaptureFixtu
 
 
 def test_stdout_says_the_chart_comes_too(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["render"]) == 0
+    assert main(["render", "-f", str(NO_NETWORK)]) == 0
     assert "note: GpuOperator also installs Helm chart" in capsys.readouterr().err
 
 
@@ -70,7 +72,7 @@ def test_a_previous_renders_files_are_replaced_and_others_kept(tmp_path: Path) -
     for name in [*mine, *stale]:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(mine.get(name, "stale"))
-    assert main(["render", "-o", str(tmp_path)]) == 0
+    assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
     for name, content in mine.items():
         assert (tmp_path / name).read_text() == content
     for name in stale:
@@ -94,7 +96,7 @@ def _fail_on_fifth_write(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_failed_write_leaves_an_existing_directory_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["render", "-o", str(tmp_path)]) == 0
+    assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
     (tmp_path / "notes.txt").write_text("user")
     before = snapshot(tmp_path)
     config = tmp_path.parent / f"{tmp_path.name}-time-slicing.yaml"

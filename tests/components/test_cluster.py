@@ -67,7 +67,7 @@ def children(recording: Recording, parent_urn: str) -> list[Any]:
 def test_tree(recording: Recording) -> None:
     [cluster] = recording.of_type(CLUSTER)
     assert {r.type for r in children(recording, cluster.urn)} == {
-        AKS_CLUSTER, NODE_POOL, OPERATOR, "pulumi:providers:kubernetes",
+        AKS_CLUSTER, NODE_POOL, OPERATOR, "pulumi:providers:kubernetes", "gpu-operator:index:NetworkOperator",
     }
     assert sorted(r.inputs["pool"] for r in recording.of_type(NODE_POOL)) == ["h100", "t4"]
     assert all(r.parent == cluster.urn for r in recording.of_type(NODE_POOL) + recording.of_type(OPERATOR))
@@ -104,8 +104,17 @@ def test_every_daemonset_selects_a_label_the_pools_carry(recording: Recording) -
 
 
 def test_nfd_worker_tolerates_the_pool_taints(recording: Recording) -> None:
+    # InfiniBand pools: the Network Operator's chart runs the cluster's one NFD
     [chart] = recording.of_type("kubernetes:helm.sh/v4:Chart")
-    assert SKU_GPU in chart.inputs["values"]["worker"]["tolerations"]
+    assert SKU_GPU in chart.inputs["values"]["node-feature-discovery"]["worker"]["tolerations"]
+
+
+def test_infiniband_pools_get_the_network_operator_before_the_gpu_operator(recording: Recording) -> None:
+    [network] = recording.of_type("gpu-operator:index:NetworkOperator")
+    [policy] = recording.of_type("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+    [operator] = recording.of_type(OPERATOR)
+    assert policy.parent == network.urn and policy.urn in operator.dependencies
+    assert not recording.of_type("gpu-operator:index:NodeFeatureDiscovery")
 
 
 def test_kubernetes_resources_use_the_clusters_provider(recording: Recording) -> None:

@@ -401,6 +401,55 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         "aks.systemPool",
         {"aks": {**CREATED_AKS, "systemPool": {"count": 3}}},
     ),
+    (
+        "_rdma_needs_infiniband_pools",
+        with_pools(T4, network={"enabled": True}),
+        "network.enabled",
+        with_pools(H100, network={"enabled": True}),
+    ),
+    (
+        "_rdma_needs_infiniband_pools",
+        with_pools(T4, operator={"driver": {"rdma": {"enabled": True, "useHostMofed": True}}}),
+        "operator.driver.rdma.enabled",
+        with_pools(H100, operator={"driver": {"rdma": {"enabled": True}}}),
+    ),
+    (
+        "_network_needs_nic_ids",
+        {"network": {"enabled": True}},
+        "network.vfDeviceIds",
+        {"network": {"enabled": True, "vfDeviceIds": ["101e"]}},
+    ),
+    (
+        "_peermem_needs_mofed",
+        with_pools(H100, network={"enabled": False}, operator={"driver": {"rdma": {"enabled": True}}}),
+        "operator.driver.rdma.enabled",
+        with_pools(H100, operator={"driver": {"rdma": {"enabled": True}}}),
+    ),
+    (
+        "_peermem_needs_mofed",
+        with_pools(H100, operator={"driver": {"rdma": {"enabled": True, "useHostMofed": True}}}),
+        "operator.driver.rdma.useHostMofed",
+        with_pools(H100, network={"mofed": "host"}, operator={"driver": {"rdma": {"enabled": True,
+                                                                                  "useHostMofed": True}}}),
+    ),
+    (
+        "_one_nfd",
+        with_pools(H100, nfd={"enabled": True}),
+        "nfd.enabled",
+        with_pools(H100, nfd={"enabled": False}),
+    ),
+    (
+        "_ipoib_needs_ipam",
+        with_pools(H100, network={"ipoib": {}}),
+        "network.ipoib.ipPool",
+        with_pools(H100, network={"ipoib": {"ipPool": {"subnet": "192.168.0.0/16"}}}),
+    ),
+    (
+        "_ipoib_needs_ipam",
+        with_pools(H100, network={"ipoib": {"ipPool": {"subnet": "192.168.0.0/16"}, "ipam": '{"type": "x"}'}}),
+        "network.ipoib.ipam",
+        with_pools(H100, network={"ipoib": {"ipam": '{"type": "whereabouts", "range": "192.168.0.0/16"}'}}),
+    ),
 ]
 
 

@@ -35,6 +35,7 @@ CRD_FILES = (
     "crds/nfd-api-crds.yaml",
     "crds/mellanox.com_nicclusterpolicies.yaml",
     "crds/mellanox.com_ipoibnetworks.yaml",
+    "crds/nv-ipam.nvidia.com_ippools.yaml",
     "crds/monitoring.coreos.com_servicemonitors.yaml",
     "crds/monitoring.coreos.com_podmonitors.yaml",
     "crds/monitoring.coreos.com_prometheusrules.yaml",

@@ -1,0 +1,95 @@
+"""`NetworkOperator`: NVIDIA's Network Operator and the RDMA wiring of InfiniBand nodes, in the order that works.
+
+1. the namespace (PSA `privileged`);
+2. the network-operator Helm chart (`helm.v4.Chart`, pinned to `network.chartVersion`; every object its own
+   Pulumi resource), which brings the operator, its CRDs and the one NFD of the cluster;
+3. the NodeFeatureRule labelling InfiniBand VFs (`feature.node.kubernetes.io/pci-15b3.present`), after the
+   chart, whose NFD CRDs it needs;
+4. the NicClusterPolicy `nic-cluster-policy`, after the rule (its node affinity keys off that label);
+5. the IPoIB IPPool and IPoIBNetwork, after the policy that installs nv-ipam and the IPoIB CNI.
+
+Give the GPU operator `depends_on=[network_operator]` (GpuCluster does): it is then created once the
+NicClusterPolicy exists, so its driver never starts before the MOFED driver container is scheduled. What
+`pulumi up` does not wait for is MOFED being loaded on each node (the operator compiles it there, minutes
+later); the legacy peermem sidecar waits for it on the node (`/run/mellanox/drivers/.driver-ready`).
+The objects come from :func:`gpu_operator.render.network.render_network`; this component only registers them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_operator.components.component_args import required
+from gpu_operator.components.kubernetes_objects import register_object
+from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.render.network import render_network
+
+__all__ = ["NetworkOperator", "NetworkOperatorArgs", "TOKEN"]
+
+TOKEN = "gpu-operator:index:NetworkOperator"
+
+
+class NetworkOperatorArgs(TypedDict):
+    """Inputs of a NetworkOperator."""
+
+    config: GpuStackConfig | Mapping[str, Any]
+    """The config document; its `network` section (on by default with InfiniBand pools)."""
+    provider: k8s.Provider
+    """The Kubernetes provider of the target cluster."""
+
+
+class NetworkOperator(pulumi.ComponentResource):
+    """The Network Operator chart, the InfiniBand NodeFeatureRule, the NicClusterPolicy and the IPoIB network."""
+
+    namespace: pulumi.CustomResource
+    chart: k8s.helm.v4.Chart
+    node_feature_rule: pulumi.CustomResource
+    nic_cluster_policy: pulumi.CustomResource
+    ipoib: list[pulumi.CustomResource]
+    rdma_resource_names: pulumi.Output[list[str]]
+    """The RDMA extended resources pods can request (`rdma/ib`, `rdma/shared_ib`)."""
+
+    def __init__(self, name: str, args: NetworkOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"NetworkOperator({name!r})"
+        provider = required(args, "provider", k8s.Provider, where, "a pulumi_kubernetes.Provider for the cluster")
+        config = parse_config(required(args, "config", (GpuStackConfig, Mapping), where, "the config document"))
+        rendered = render_network(config)
+        if rendered is None:
+            raise ConfigError([Problem("network.enabled", "the Network Operator is off for this config (no pool has "
+                                                          "InfiniBand, or network.enabled: false); set "
+                                                          "network.enabled: true or do not create a NetworkOperator")])
+        super().__init__(TOKEN, name, {}, opts)
+        deleted_with = opts.deleted_with if opts is not None else None
+
+        def options(*after: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after) or None,
+                                          deleted_with=deleted_with)
+
+        self.namespace = register_object(name, rendered.namespace, options())
+        spec = rendered.chart
+        self.chart = k8s.helm.v4.Chart(
+            f"{name}-chart",
+            chart=spec.chart,
+            version=spec.version,
+            namespace=spec.namespace,
+            repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=spec.repository),
+            values=spec.values,
+            opts=options(self.namespace),
+        )
+        self.node_feature_rule = register_object(name, rendered.node_feature_rule, options(self.chart))
+        self.nic_cluster_policy = register_object(name, rendered.nic_cluster_policy, options(self.node_feature_rule))
+        self.ipoib = []
+        for obj in rendered.ipoib:
+            self.ipoib.append(register_object(name, obj, options(self.nic_cluster_policy, *self.ipoib)))
+        network = config.network
+        resources = [
+            plugin.resource
+            for kind, plugin in (("sriov", network.sriov_device_plugin), ("shared", network.rdma_shared_device_plugin))
+            if kind in network.device_plugins
+        ]
+        self.rdma_resource_names = pulumi.Output.from_input(resources)
+        self.register_outputs({"chartVersion": spec.version, "rdmaResourceNames": self.rdma_resource_names})

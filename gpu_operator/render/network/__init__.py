@@ -1,0 +1,59 @@
+"""The Network Operator's objects for InfiniBand pools, in the order they have to be applied.
+
+1. the namespace (PSA `privileged`) and the network-operator chart (:mod:`.chart`);
+2. the NodeFeatureRule that labels InfiniBand nodes (:mod:`.node_feature_rule`), once the chart's NFD CRDs exist;
+3. the NicClusterPolicy (:mod:`.nic_cluster_policy`), once the operator's CRDs exist;
+4. the IPoIB network and its IPPool (:mod:`.ipoib`), when asked for.
+
+The GPU operator comes after all of them, so its driver never starts before MOFED is being installed. Pure
+functions: no Pulumi, no network access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.network import network_wanted
+from gpu_operator.render.k8s import Object
+from gpu_operator.render.network.chart import NetworkChart, network_chart, network_namespace
+from gpu_operator.render.network.ipoib import ipoib_objects
+from gpu_operator.render.network.nic_cluster_policy import nic_cluster_policy
+from gpu_operator.render.network.node_feature_rule import node_feature_rule
+
+__all__ = ["NetworkRender", "network_objects", "render_network"]
+
+
+@dataclass(frozen=True)
+class NetworkRender:
+    """Everything the Network Operator component registers, by apply step."""
+
+    namespace: Object
+    chart: NetworkChart
+    node_feature_rule: Object
+    nic_cluster_policy: Object
+    ipoib: tuple[Object, ...]
+
+    @property
+    def objects(self) -> list[Object]:
+        """The plain objects (not the chart), in apply order."""
+        return [self.namespace, self.node_feature_rule, self.nic_cluster_policy, *self.ipoib]
+
+
+def render_network(config: GpuStackConfig) -> NetworkRender | None:
+    """The Network Operator's objects, or None when `network.enabled` resolved to false."""
+    if not network_wanted(config.network, config.pools):
+        return None
+    return NetworkRender(
+        namespace=network_namespace(config),
+        chart=network_chart(config),
+        node_feature_rule=node_feature_rule(config),
+        nic_cluster_policy=nic_cluster_policy(config),
+        ipoib=tuple(ipoib_objects(config)),
+    )
+
+
+def network_objects(config: GpuStackConfig) -> list[Object]:
+    """The Network Operator's plain objects in apply order ([] when it is off); the chart is separate."""
+    rendered = render_network(config)
+    return rendered.objects if rendered is not None else []
