@@ -1,0 +1,5 @@
+"""Helpers for workloads that run on the GPU pools: what a pod needs to use GPUs with GPUDirect RDMA."""
+
+from gpu_operator.workloads.rdma import NCCL_ENV, RdmaWorkload, rdma_workload
+
+__all__ = ["NCCL_ENV", "RdmaWorkload", "rdma_workload"]

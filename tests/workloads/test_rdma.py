@@ -1,0 +1,95 @@
+"""Workload helpers: GPUDirect RDMA pod settings that validate as Kubernetes objects and fit the pool."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from gpu_operator.config import ConfigError, GpuStackConfig, load_config, parse_config
+from gpu_operator.workloads import rdma_workload
+from tests.support.reference import REPO_ROOT
+from tests.support.schemas import validate_objects
+
+AKS = {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu", "kubernetesVersion": "1.34"}
+H100 = {"name": "h100", "vmSize": "Standard_ND96isr_H100_v5", "taints": ["sku=gpu:NoSchedule", "team=ml:NoExecute"]}
+T4 = {"name": "t4", "vmSize": "Standard_NC4as_T4_v3"}
+BOTH = {"devicePlugins": ["sriov", "shared"], "ipoib": {"ipPool": {"subnet": "192.168.0.0/16"}}}
+
+
+def config(network: dict[str, Any] | None = None) -> GpuStackConfig:
+    return parse_config({"aks": AKS, "pools": [H100, T4], "network": network or {}})
+
+
+def _example() -> ModuleType:
+    path = REPO_ROOT / "examples" / "workloads" / "rdma_workloads.py"
+    spec = importlib.util.spec_from_file_location("rdma_workloads", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sriov_pod_gets_gpus_vfs_ipc_lock_shm_and_the_pools_placement() -> None:
+    pod = rdma_workload(config(), "h100").pod("rdma", "ubuntu:24.04")
+    assert validate_objects([pod]) == []
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/ib": "8"}
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+    assert pod["spec"]["volumes"][0]["emptyDir"]["medium"] == "Memory"
+    assert pod["spec"]["nodeSelector"] == {"kubernetes.azure.com/agentpool": "h100"}
+    assert {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"} in pod["spec"]["tolerations"]
+    env = {var["name"]: var["value"] for var in container["env"]}
+    assert env["NCCL_IB_DISABLE"] == "0" and env["NCCL_NET_GDR_LEVEL"] == "SYS"
+
+
+def test_fewer_gpus_get_one_vf_each() -> None:
+    workload = rdma_workload(config(), "h100", gpus=2)
+    assert workload.resources == {"nvidia.com/gpu": "2", "rdma/ib": "2"}
+
+
+def test_shared_plugin_pod_with_ipoib() -> None:
+    pod = rdma_workload(config(BOTH), "h100", device_plugin="shared", ipoib=True).pod("rdma", "ubuntu:24.04")
+    assert validate_objects([pod]) == []
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"}
+    assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "aks-infiniband"}
+    assert {"name": "NCCL_SOCKET_IFNAME", "value": "net1"} in pod["spec"]["containers"][0]["env"]
+
+
+@pytest.mark.parametrize(("network", "pool", "kwargs", "path", "words"), [
+    (None, "h100", {"rdma_devices": 9}, "rdma_devices", "8 InfiniBand NICs"),
+    (None, "h100", {"gpus": 9}, "gpus", "has 8"),
+    (None, "t4", {}, "pool", "no InfiniBand"),
+    (None, "h100", {"device_plugin": "shared"}, "device_plugin", "not deployed"),
+    (None, "h100", {"ipoib": True}, "ipoib", "network.ipoib"),
+    ({"enabled": False}, "h100", {}, "network.enabled", "no RDMA device plugin"),
+    (None, "a100", {}, "pool", "no pool named"),
+])
+def test_requests_the_pool_cannot_serve_are_errors(
+    network: dict[str, Any] | None, pool: str, kwargs: dict[str, Any], path: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        rdma_workload(config(network), pool, **kwargs)
+    found = {problem.path: problem.message for problem in error.value.problems}
+    assert path in found and words in found[path], found
+
+
+def test_the_examples_validate_as_kubernetes_objects() -> None:
+    module = _example()
+    objects = module.workloads(config(BOTH), "h100")
+    assert [obj["metadata"]["name"] for obj in objects] == [
+        "rdma-sriov-test", "rdma-shared-test", "nccl-allreduce", "nccl-allreduce"]
+    assert validate_objects(objects) == []
+    job = objects[-1]
+    assert job["spec"]["completions"] == 2 and job["spec"]["completionMode"] == "Indexed"
+
+
+def test_the_example_renders_for_the_built_in_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _example().main([]) == 0
+    out = capsys.readouterr().out
+    assert "rdma/ib" in out and "nccl-allreduce" in out
+    assert load_config(None).network.device_plugins == ("sriov",)
