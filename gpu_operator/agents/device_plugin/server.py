@@ -58,6 +58,8 @@ class _Servicer(pb_grpc.DevicePluginServicer):
         return _OPTIONS
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
+        # a client that goes away wakes the stream at once, so its worker thread is free for the next call
+        context.add_callback(self._owner.wake)
         yield from self._owner.watch(context.is_active)
 
     def GetPreferredAllocation(self, request: pb.PreferredAllocationRequest,
@@ -136,6 +138,11 @@ class ResourceServer:
                 self._version += 1
                 self._changed.notify_all()
 
+    def wake(self) -> None:
+        """Make every stream look at its state again (a client went away)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def watch(self, active: Callable[[], bool]) -> Iterator[pb.ListAndWatchResponse]:
         """The stream: the list now, then after each change, until stopped or the client goes away."""
         with self._changed:
@@ -144,11 +151,9 @@ class ResourceServer:
         yield message
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._stopped or self._version != seen, timeout=1.0)
+                self._changed.wait_for(lambda: self._stopped or self._version != seen or not active())
                 if self._stopped or not active():
                     return
-                if self._version == seen:
-                    continue
                 seen = self._version
                 message = self.devices_message()
             yield message
