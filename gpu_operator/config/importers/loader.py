@@ -1,7 +1,9 @@
 """Read a file to import: a GPU Operator Helm values file or a ClusterPolicy manifest, told apart by content.
 
 A Kubernetes manifest names its `apiVersion` and `kind`; a values file never has those keys. A multi-document
-file (or a `kind: List`) is accepted when exactly one of its objects is a ClusterPolicy.
+file (or a `kind: List`) is accepted when exactly one of its objects is a ClusterPolicy. NicClusterPolicy manifests
+(merged in order, as kustomize overlays; with an IPoIBNetwork) and network-operator chart values become the
+`network` section (:mod:`gpu_operator.config.importers.network`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,18 @@ from typing import Any
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.importers.clusterpolicy_manifest import KIND, import_clusterpolicy
 from gpu_operator.config.importers.helm_values import import_helm_values
+from gpu_operator.config.importers.network import (
+    IPOIB_NETWORK,
+    POLICY,
+    import_network_manifests,
+    import_network_values,
+    is_network_values,
+)
 from gpu_operator.config.yaml_reader import read_yaml_documents
 
 __all__ = ["load_import", "is_manifest"]
+
+NETWORK_KINDS = (POLICY, IPOIB_NETWORK)
 
 
 def is_manifest(data: Any) -> bool:
@@ -43,6 +54,14 @@ def load_import(path: Path | str, namespace: str = "gpu-operator") -> dict[str, 
     """Our config document for a Helm values file or a ClusterPolicy manifest; ConfigError names the file."""
     path = Path(path)
     documents = _documents(path)
+    try:
+        if documents and all(is_manifest(d) and (d.get("apiVersion"), d.get("kind")) in NETWORK_KINDS
+                             for d in documents):
+            return {"network": import_network_manifests(documents)}
+        if len(documents) == 1 and not is_manifest(documents[0]) and is_network_values(documents[0]):
+            return {"network": import_network_values(documents[0])}
+    except ConfigError as error:
+        raise ConfigError(error.problems, f"{error.source} {path}") from None
     data = _one(path, documents) if documents else {}
     importer = import_clusterpolicy if is_manifest(data) else import_helm_values
     try:
