@@ -15,6 +15,8 @@ import math
 
 import pynvml
 
+from gpu_operator.agents.nvml.errors import NvmlNotSupported
+
 __all__ = [
     "GPU_INSTANCE_SLICES",
     "GPU_INSTANCE_SUFFIX",
@@ -70,6 +72,7 @@ COMPUTE_INSTANCE_SLICES: dict[int, int] = {
     pynvml.NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE: 8,
     pynvml.NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE: 6,
     pynvml.NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1: 1,
+    pynvml.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL: 7,
 }
 
 _GIB = 1 << 30
@@ -95,10 +98,16 @@ def mig_profile_name(
 ) -> str:
     """The profile name for profile indices (not profile ids) and memory sizes, e.g. (0, 0, 9728, 80 GiB) -> 1g.10gb.
 
-    Raises KeyError for an index NVML does not define.
+    An index missing from the tables (one a newer driver defines) raises `NvmlNotSupported`, so callers'
+    NVML error handling leaves the profile unnamed instead of the agent exiting.
     """
-    g = GPU_INSTANCE_SLICES[gpu_instance_profile]
-    c = COMPUTE_INSTANCE_SLICES[compute_instance_profile]
+    g = GPU_INSTANCE_SLICES.get(gpu_instance_profile)
+    c = COMPUTE_INSTANCE_SLICES.get(compute_instance_profile)
+    if g is None or c is None:
+        raise NvmlNotSupported(
+            f"MIG profile index unknown to this agent: GPU instance {gpu_instance_profile}, "
+            f"compute instance {compute_instance_profile}"
+        )
     gb = mig_memory_gb(mig_memory_mib, device_memory_bytes)
     suffix = GPU_INSTANCE_SUFFIX.get(gpu_instance_profile, "")
     base = f"{g}g.{gb}gb" if c == g else f"{c}c.{g}g.{gb}gb"

@@ -9,7 +9,10 @@ from __future__ import annotations
 import pynvml
 import pytest
 
+from gpu_operator.agents.nvml.errors import NvmlNotSupported
 from gpu_operator.agents.nvml.mig_profile import (
+    COMPUTE_INSTANCE_SLICES,
+    GPU_INSTANCE_SLICES,
     mig_memory_gb,
     mig_profile_name,
     resource_profile_name,
@@ -52,6 +55,9 @@ CI_ONE, CI_TWO, CI_THREE = (
         (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME, CI_ONE, 9984, H100_80GB, "1g.10gb+me.all"),
         (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME, CI_ONE, 9984, H100_80GB, "1g.10gb-me"),
         (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX, CI_ONE, 9984, H100_80GB, "1g.10gb+gfx"),
+        # the NVL compute instance profile of a whole GPU instance (GB200 NVL racks): 7 slices
+        (pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL, 81920, A100_80GB,
+         "7g.80gb"),
     ],
 )
 def test_profile_name(gi: int, ci: int, mig_mib: int, total: int, name: str) -> None:
@@ -64,9 +70,26 @@ def test_gb_rounds_the_share_up_to_eighths_before_scaling() -> None:
     assert mig_memory_gb(81920, A100_80GB) == 80
 
 
-def test_unknown_profile_index_is_refused() -> None:
-    with pytest.raises(KeyError):
+def test_unknown_profile_index_is_refused_as_an_nvml_error() -> None:
+    # An index a newer driver defines and our table lacks must stay inside NVML error handling, never a KeyError.
+    with pytest.raises(NvmlNotSupported) as raised:
         mig_profile_name(0x40, CI_ONE, 9728, A100_80GB)
+    assert not isinstance(raised.value, KeyError)
+    with pytest.raises(NvmlNotSupported):
+        mig_profile_name(ONE_SLICE, 0x40, 9728, A100_80GB)
+
+
+def test_every_profile_index_pynvml_defines_is_in_the_tables() -> None:
+    for prefix, table, count in (
+        ("NVML_GPU_INSTANCE_PROFILE_", GPU_INSTANCE_SLICES, pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT),
+        ("NVML_COMPUTE_INSTANCE_PROFILE_", COMPUTE_INSTANCE_SLICES, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT),
+    ):
+        defined = {
+            value for name, value in vars(pynvml).items()
+            if name.startswith(prefix) and "SLICE" in name and isinstance(value, int)
+        }
+        assert defined == set(range(count))
+        assert defined <= set(table), sorted(defined - set(table))
 
 
 def test_resource_names_use_dots() -> None:
