@@ -1,7 +1,7 @@
 """`gpu-operator-agent device-plugin`: the kubelet device plugin's command line and main loop.
 
-Accepts NVIDIA's plugin flags and environment variables (see :mod:`.settings`) plus `--nvml`, opens NVML,
-starts the plugin set and waits for signals. SIGHUP re-reads the settings and the config file (the
+Accepts NVIDIA's plugin flags and environment variables (see :mod:`.settings`) plus `--nvml`, waits for the
+driver under the operator (:mod:`.driver_ready`), opens NVML, starts the plugin set and waits for signals. SIGHUP re-reads the settings and the config file (the
 config-manager sidecar sends it after copying the file a `nvidia.com/device-plugin.config` label selects) and
 restarts the plugins with them; a new config that cannot be applied is reported and the running plugins stay
 as they were. SIGINT/SIGTERM/SIGQUIT stop everything. Start-up failures are one line on stderr, exit status 1.
@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from gpu_operator.agents.device_plugin.devices import DeviceError
+from gpu_operator.agents.device_plugin.driver_ready import wait_for_driver
 from gpu_operator.agents.device_plugin.manager import PluginManager
 from gpu_operator.agents.device_plugin.settings import Settings, SettingsError, add_arguments, resolve_settings
 from gpu_operator.agents.nvml import Nvml, NvmlError, open_nvml
@@ -64,10 +65,10 @@ def start_plugins(settings: Settings, nvml: Nvml, environ: Mapping[str, str]) ->
     return manager
 
 
-def _reload(current: PluginManager, load: Callable[[], Settings], nvml: Nvml,
+def _reload(current: PluginManager, load: Callable[[Mapping[str, str]], Settings], nvml: Nvml,
             environ: Mapping[str, str]) -> PluginManager:
     try:
-        settings = load()
+        settings = load(environ)
     except SettingsError as error:
         _log.error("not reloading: %s; the running plugins are unchanged", error)
         return current
@@ -79,13 +80,25 @@ def _reload(current: PluginManager, load: Callable[[], Settings], nvml: Nvml,
         return start_plugins(current.settings, nvml, environ)
 
 
-def serve(load: Callable[[], Settings], environ: Mapping[str, str], signals: SignalSource,
-          open_nvml_for: Callable[[Settings], Nvml] = open_gpus) -> int:
-    """Run until a stop signal; returns the exit status. Raises PluginFailure when start-up fails."""
+def _settings(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, str]) -> Settings:
     try:
-        settings = load()
+        return load(environ)
     except SettingsError as error:
         raise PluginFailure(str(error)) from error
+
+
+def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, str], signals: SignalSource,
+          open_nvml_for: Callable[[Settings], Nvml] = open_gpus) -> int:
+    """Run until a stop signal; returns the exit status. Raises PluginFailure when start-up fails.
+
+    `load` resolves the settings from an environment: first the pod's, then (once the driver is ready) the
+    pod's with the driver paths of `driver-ready` over it.
+    """
+    ready = wait_for_driver(_settings(load, environ).validations_dir, environ, signals)
+    if ready is None:
+        return 0
+    environ = ready
+    settings = _settings(load, environ)
     nvml = open_nvml_for(settings)
     try:
         manager = start_plugins(settings, nvml, environ)
@@ -110,7 +123,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     env = os.environ if environ is None else environ
     with SignalQueue() as signals:
         try:
-            return serve(lambda: resolve_settings(arguments, env), env, signals)
+            return serve(lambda variables: resolve_settings(arguments, variables), env, signals)
         except PluginFailure as failure:
             print(f"{PROGRAM}: {failure}", file=sys.stderr)
             return 1

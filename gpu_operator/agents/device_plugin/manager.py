@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from gpu_operator.agents.device_plugin.devices import Resource, build_resources
 from gpu_operator.agents.device_plugin.health import HealthMonitor, health_policy
 from gpu_operator.agents.device_plugin.server import RegistrationError, ResourceServer
-from gpu_operator.agents.device_plugin.settings import Settings
+from gpu_operator.agents.device_plugin.settings import DEFAULT_KUBELET_SOCKET, Settings
 from gpu_operator.agents.nvml import Nvml
 
 __all__ = ["PluginManager", "RETRY_SECONDS"]
@@ -48,7 +48,8 @@ class PluginManager:
         self._policy = health_policy(environ, settings.health_recovery_period)
         self._retry = retry_seconds
         self._clock = clock
-        self._directory = os.path.dirname(settings.kubelet_socket) or "."
+        # with registration off ("" socket) the plugin sockets still go to the kubelet's default directory
+        self._directory = os.path.abspath(os.path.dirname(settings.kubelet_socket or DEFAULT_KUBELET_SOCKET))
         self.resources: tuple[Resource, ...] = ()
         self.servers: list[ResourceServer] = []
         self._monitor: HealthMonitor | None = None

@@ -150,6 +150,11 @@ OPTIONS: tuple[Option, ...] = (
            ("DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"), str, "/driver-root",
            "where the driver root is mounted in the container (searched for libnvidia-ml.so.1)",
            file_path=("plugin", "containerDriverRoot")),
+    Option("dev_root_ctr_path", ("--dev-root-ctr-path",), ("DEV_ROOT_CTR_PATH",), str, "",
+           "where the dev root is mounted in the container, to see which device nodes exist (default: the dev root)"),
+    Option("validations_dir", ("--validations-dir",), ("VALIDATIONS_DIR",), str, "/run/nvidia/validations",
+           "the validator's status directory: when it exists, wait for its driver-ready and use the driver paths "
+           "it records"),
     Option("proc_root", ("--proc-root",), ("DP_PROC_ROOT",), str, "/proc",
            "where driver/nvidia-caps/mig-minors is read (MIG device specs)"),
     Option("health_recovery_period", ("--health-recovery-period",), ("DP_HEALTH_RECOVERY_PERIOD",),
@@ -180,6 +185,8 @@ class Settings:
     kubelet_socket: str = DEFAULT_KUBELET_SOCKET
     config_file: str = ""
     driver_root_ctr_path: str = "/driver-root"
+    dev_root_ctr_path: str = ""
+    validations_dir: str = "/run/nvidia/validations"
     proc_root: str = "/proc"
     health_recovery_period: float = 300.0
     nvml: str = "auto"
@@ -189,6 +196,11 @@ class Settings:
     def device_root(self) -> str:
         """The host root the device nodes are under (`--dev-root`, else the driver root)."""
         return self.dev_root or self.driver_root
+
+    @property
+    def device_root_here(self) -> str:
+        """Where this process sees the dev root (`--dev-root-ctr-path`, else the dev root itself)."""
+        return self.dev_root_ctr_path or self.device_root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

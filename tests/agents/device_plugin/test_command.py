@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import pytest
 
 from gpu_operator.agents import cli
 from gpu_operator.agents.device_plugin.command import PluginFailure, main, serve
-from gpu_operator.agents.device_plugin.settings import resolve_settings
+from gpu_operator.agents.device_plugin.settings import Settings, resolve_settings
 from gpu_operator.agents.signals import RELOAD
 from tests.agents.device_plugin.harness import TIMEOUT, FakeKubelet, PluginClient, short_tempdir
 
@@ -31,7 +31,10 @@ class Signals:
         self.queue: queue.Queue[int] = queue.Queue()
 
     def wait(self, timeout: float | None) -> int | None:
-        return self.queue.get(timeout=timeout)
+        try:
+            return self.queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
 
 @contextmanager
@@ -41,13 +44,14 @@ def running(config: str, profile: str = "h100-8x") -> Iterator[tuple[FakeKubelet
         kubelet.start()
         path = Path(directory) / "config.yaml"
         path.write_text(config)
-        environ = {"CONFIG_FILE": str(path), "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": f"fake:{profile}"}
+        environ = {"CONFIG_FILE": str(path), "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": f"fake:{profile}",
+                   "VALIDATIONS_DIR": ""}
         signals = Signals()
         outcome: queue.Queue[object] = queue.Queue()
 
         def run() -> None:
             try:
-                outcome.put(serve(lambda: resolve_settings({}, environ), environ, signals))
+                outcome.put(serve(lambda env: resolve_settings({}, env), environ, signals))
             except BaseException as error:  # handed to the test thread
                 outcome.put(error)
 
@@ -104,18 +108,18 @@ def test_a_layout_the_new_config_refuses_restores_the_previous_plugins() -> None
 def test_start_up_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: gpu, replicas: 1}\n")
-    assert main(["--config-file", str(bad), "--nvml", "fake:h100-8x"], environ={}) == 1
+    assert main(["--config-file", str(bad), "--nvml", "fake:h100-8x", "--validations-dir", ""], environ={}) == 1
     error = capsys.readouterr().err.strip()
     assert error.startswith("gpu-operator-agent device-plugin: unable to load config file")
     assert "number of replicas for nvidia.com/gpu must be >= 2" in error and "\n" not in error
-    assert main(["--mig-strategy", "single", "--nvml", "fake:a100-4x-mixed-mig", "--kubelet-socket", ""],
-                environ={}) == 1
+    assert main(["--mig-strategy", "single", "--nvml", "fake:a100-4x-mixed-mig", "--kubelet-socket", "",
+                 "--validations-dir", ""], environ={}) == 1
     assert "MIG disabled beside MIG-enabled GPUs" in capsys.readouterr().err
 
 
 def test_serve_raises_for_settings_it_cannot_load() -> None:
     with pytest.raises(PluginFailure, match="MIG_STRATEGY"):
-        serve(lambda: resolve_settings({}, {"MIG_STRATEGY": "x"}), {}, Signals())
+        serve(lambda env: resolve_settings({}, env), {"MIG_STRATEGY": "x"}, Signals())
 
 
 def test_the_agent_is_registered_with_the_entry_point() -> None:
@@ -126,7 +130,8 @@ def test_the_process_registers_reloads_on_sighup_and_exits_on_sigterm() -> None:
     with short_tempdir() as directory:
         kubelet = FakeKubelet(directory)
         kubelet.start()
-        environ = {**os.environ, "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": "fake:t4-1x"}
+        environ = {**os.environ, "KUBELET_SOCKET": kubelet.socket, "GPU_OPERATOR_NVML": "fake:t4-1x",
+                   "VALIDATIONS_DIR": ""}
         process = subprocess.Popen([sys.executable, "-m", "gpu_operator.agents.cli", "device-plugin"], env=environ,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
@@ -143,3 +148,49 @@ def test_the_process_registers_reloads_on_sighup_and_exits_on_sigterm() -> None:
             assert process.stderr is not None
             process.stderr.close()
             kubelet.stop()
+
+
+def test_under_the_operator_the_plugin_waits_for_driver_ready_and_takes_its_paths(tmp_path: Path) -> None:
+    validations = tmp_path / "validations"
+    validations.mkdir()
+    with short_tempdir() as plugins:
+        _wait_and_run(validations, plugins)
+
+
+def _wait_and_run(validations: Path, plugins: str) -> None:
+    signals = Signals()
+    kubelet = FakeKubelet(plugins)
+    kubelet.start()
+    environ = {"VALIDATIONS_DIR": str(validations), "KUBELET_SOCKET": kubelet.socket,
+               "GPU_OPERATOR_NVML": "fake:t4-1x", "NVIDIA_DRIVER_ROOT": "/"}
+    seen: list[str] = []
+
+    def load(env: Mapping[str, str]) -> Settings:
+        settings = resolve_settings({}, env)
+        seen.append(settings.driver_root)
+        return settings
+
+    outcome: queue.Queue[int] = queue.Queue()
+    thread = threading.Thread(target=lambda: outcome.put(serve(load, environ, signals)), daemon=True)
+    thread.start()
+    try:
+        signals.queue.put(RELOAD)  # not a reason to stop waiting
+        with pytest.raises(queue.Empty):
+            kubelet.registrations.get(timeout=0.5)
+        (validations / "driver-ready").write_text("IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=/run/nvidia/driver\n")
+        assert kubelet.next_registration().resource_name == "nvidia.com/gpu"
+    finally:
+        signals.queue.put(signal.SIGTERM)
+        thread.join(TIMEOUT)
+        kubelet.stop()
+    assert outcome.get_nowait() == 0
+    assert seen[0] == "/" and seen[-1] == "/run/nvidia/driver"
+
+
+def test_a_stop_signal_ends_the_wait_for_the_driver(tmp_path: Path) -> None:
+    signals = Signals()
+    signals.queue.put(signal.SIGTERM)
+    opened: list[Settings] = []
+    assert serve(lambda env: resolve_settings({}, env), {"VALIDATIONS_DIR": str(tmp_path)}, signals,
+                 open_nvml_for=lambda s: opened.append(s)) == 0  # type: ignore[func-returns-value,arg-type]
+    assert opened == []
