@@ -12,6 +12,7 @@ from gpu_operator.cli import main
 from gpu_operator.config import load_config
 from gpu_operator.render import render
 from gpu_operator.render.aks import agent_pool_resources
+from gpu_operator.render.network import network_objects
 
 CREATED = """
 aks: {resourceGroup: rg-gpu-dev, clusterName: aks-gpu-dev, create: true, location: westeurope,
@@ -29,7 +30,7 @@ def test_default_stack_writes_its_pool_as_arm_json(tmp_path: Path) -> None:
     assert document == agent_pool_resources(load_config(None))[0]
     assert document["properties"]["gpuProfile"] == {"driver": "None"}
     manifests = sorted(p.name for p in tmp_path.glob("*.yaml"))
-    assert len(manifests) == len(render(load_config(None)))
+    assert len(manifests) == len(network_objects(load_config(None))) + len(render(load_config(None)))
 
 
 def test_a_created_cluster_is_written_too_and_stale_documents_go(tmp_path: Path) -> None:
