@@ -11,8 +11,9 @@ their physical devices (duplicates removed). Then each configured device list st
 
 CDI names use the plugin's vendor and class, `k8s.device-plugin.nvidia.com/gpu=<id>` (plus `…/gdrcopy=all`,
 `…/gds=all`, `…/mofed=all` when those are enabled, whose env is always set). With `passDeviceSpecs` the device
-nodes (the control nodes present under the dev root (as mounted in the container), the GPU's `/dev/nvidia<minor>` and, for MIG devices, the
-GI/CI access capabilities from `nvidia-caps/mig-minors`) are passed as DeviceSpecs, permissions `rw`. MPS
+nodes are passed as DeviceSpecs with host paths under the dev root, permissions `rw`: the control nodes that
+exist (looked up where the container mounts the dev root), the GPU's `/dev/nvidia<minor>` and, for MIG devices,
+the GI/CI access capabilities from `nvidia-caps/mig-minors`. MPS
 sharing adds `CUDA_MPS_PIPE_DIRECTORY` and mounts of the resource's pipe directory and the daemons' shm.
 """
 
@@ -109,7 +110,9 @@ def _physical(resource: Resource, ids: Sequence[str]) -> list[PluginDevice]:
     return list(seen.values())
 
 
-def _device_specs(devices: Sequence[PluginDevice], settings: Settings, minors: Callable[[], dict[str, int]]) -> list[DeviceSpec]:
+def _device_specs(
+    devices: Sequence[PluginDevice], settings: Settings, minors: Callable[[], dict[str, int]]
+) -> list[DeviceSpec]:
     root, here = settings.device_root, settings.device_root_here
     specs = [DeviceSpec(p, posixpath.join(root, p.lstrip("/"))) for p in _CONTROL_NODES
              if os.path.exists(posixpath.join(here, p.lstrip("/")))]

@@ -1,8 +1,9 @@
 """`gpu-operator-agent device-plugin`: the kubelet device plugin's command line and main loop.
 
 Accepts NVIDIA's plugin flags and environment variables (see :mod:`.settings`) plus `--nvml`, waits for the
-driver under the operator (:mod:`.driver_ready`), opens NVML, starts the plugin set and waits for signals. SIGHUP re-reads the settings and the config file (the
-config-manager sidecar sends it after copying the file a `nvidia.com/device-plugin.config` label selects) and
+driver under the operator (:mod:`.driver_ready`), opens NVML, starts the plugin set and waits for signals.
+SIGHUP re-reads the settings and the config file (the config-manager sidecar sends it after copying the file
+a `nvidia.com/device-plugin.config` label selects) and
 restarts the plugins with them; a new config that cannot be applied is reported and the running plugins stay
 as they were. SIGINT/SIGTERM/SIGQUIT stop everything. Start-up failures are one line on stderr, exit status 1.
 """

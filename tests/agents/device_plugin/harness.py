@@ -113,7 +113,8 @@ class PluginClient:
         return message
 
     def allocate(self, *containers: list[str]) -> pb.AllocateResponse:
-        request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=c) for c in containers])
+        requests = [pb.ContainerAllocateRequest(devices_ids=c) for c in containers]
+        request = pb.AllocateRequest(container_requests=requests)
         return self.stub.Allocate(request, timeout=TIMEOUT)
 
     def preferred(self, available: list[str], must: list[str], size: int) -> list[str]:

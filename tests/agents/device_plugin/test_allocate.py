@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from gpu_operator.agents.device_plugin.allocate import AllocationError, allocate, mig_minors
-from gpu_operator.agents.device_plugin.devices import build_resources
+from gpu_operator.agents.device_plugin.devices import Resource, build_resources
 from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings
 from gpu_operator.agents.nvml import open_nvml
 
 
-def _resource(profile: str, strategy: MigStrategy = MigStrategy.NONE):  # type: ignore[no-untyped-def]
+def _resource(profile: str, strategy: MigStrategy = MigStrategy.NONE) -> Resource:
     nvml = open_nvml(f"fake:{profile}")
     try:
         return build_resources(nvml.devices(), Settings(mig_strategy=strategy))[0]

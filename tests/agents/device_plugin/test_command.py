@@ -1,4 +1,4 @@
-"""The command: start-up errors, the SIGHUP reload a `nvidia.com/device-plugin.config` switch sends, and the real process."""
+"""The command: start-up errors, the SIGHUP reload a device-plugin.config label switch sends, the real process."""
 
 from __future__ import annotations
 

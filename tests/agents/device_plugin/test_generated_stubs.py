@@ -1,4 +1,4 @@
-"""The committed gRPC modules are what grpcio-tools generates from `deviceplugin.proto`, and the contract is the kubelet's."""
+"""The committed gRPC modules are what grpcio-tools makes of `deviceplugin.proto`; the contract is the kubelet's."""
 
 from __future__ import annotations
 
