@@ -92,4 +92,10 @@ class NetworkOperator(pulumi.ComponentResource):
             if kind in network.device_plugins
         ]
         self.rdma_resource_names = pulumi.Output.from_input(resources)
+        pulumi.log.info(
+            f"Node Feature Discovery runs once, from the network-operator chart {spec.version} (it labels the GPU "
+            f"nodes too); the GPU operator's NFD is off. RDMA resources: {', '.join(resources) or 'none'}; they "
+            "appear on a node once MOFED is loaded there (network.nvidia.com/operator.mofed.wait=false)",
+            resource=self,
+        )
         self.register_outputs({"chartVersion": spec.version, "rdmaResourceNames": self.rdma_resource_names})

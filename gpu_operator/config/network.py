@@ -35,6 +35,7 @@ from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.pools import GpuPool
 
 __all__ = [
+    "CHART_VALUE_KEYS",
     "CHART_VERSION",
     "DEFAULT_BLACKLIST_MODULES_FILE",
     "DevicePluginKind",
@@ -63,6 +64,12 @@ MELLANOX_REPOSITORY = "nvcr.io/nvidia/mellanox"
 DEFAULT_BLACKLIST_MODULES_FILE = "/host/etc/modprobe.d/blacklist-ofed-modules.conf"
 
 DevicePluginKind = Literal["sriov", "shared"]
+
+#: Top-level keys of the network-operator 26.4 chart's values file; `network.values` may set only these.
+CHART_VALUE_KEYS = frozenset({
+    "nfd", "upgradeCRDs", "sriovNetworkOperator", "maintenanceOperator", "node-feature-discovery",
+    "sriov-network-operator", "maintenance-operator-chart", "operator", "imagePullSecrets", "test",
+})
 
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -349,6 +356,15 @@ class NetworkSpec(ConfigModel):
     def _plugins(cls, values: tuple[DevicePluginKind, ...]) -> tuple[DevicePluginKind, ...]:
         if len(set(values)) != len(values):
             raise ValueError("a device plugin is listed twice")
+        return values
+
+    @field_validator("values")
+    @classmethod
+    def _chart_keys(cls, values: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(values) - CHART_VALUE_KEYS)
+        if unknown:
+            raise ValueError(f"not keys of the network-operator chart's values: {', '.join(unknown)} (it has "
+                             f"{', '.join(sorted(CHART_VALUE_KEYS))})")
         return values
 
     @field_validator("vf_device_ids")

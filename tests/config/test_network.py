@@ -82,6 +82,7 @@ def test_legacy_peermem_with_the_operators_mofed_is_accepted() -> None:
     (document(H100, network={"ipoib": {"ipPool": {"subnet": "10.0.0.0/24", "gateway": "10.1.0.1"}}}),
      "network.ipoib.ipPool", "outside subnet"),
     (document(H100, network={"ipoib": {"ipam": "{not json"}}), "network.ipoib.ipam", "not JSON"),
+    (document(H100, network={"values": {"operatr": {}}}), "network.values", "operatr"),
 ])
 def test_errors_name_the_field_and_the_fix(doc: dict[str, Any], path: str, words: str) -> None:
     found = problems(doc)

@@ -1,4 +1,4 @@
-"""The Network Operator render: CRD-valid custom resources, schema-valid plugin configs, chart values the chart knows."""
+"""The Network Operator render: CRD-valid resources, schema-valid plugin configs, chart values the chart knows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gpu_operator.config import parse_config
+from gpu_operator.config.network import CHART_VALUE_KEYS
 from gpu_operator.render.network import NetworkRender, render_network
 from gpu_operator.render.network.node_feature_rule import IB_NODE_LABEL
 from tests.support.reference import reference_file
@@ -165,6 +166,11 @@ def test_chart_values_name_only_keys_of_the_charts_values_file() -> None:
     assert all(t in values["node-feature-discovery"]["worker"]["tolerations"]
                for t in defaults["node-feature-discovery"]["worker"]["tolerations"])
     assert all(t in values["operator"]["tolerations"] for t in defaults["operator"]["tolerations"])
+
+
+def test_the_values_keys_the_config_accepts_are_the_charts() -> None:
+    defaults = yaml.safe_load(reference_file("helm-values/network-operator-v26.4.1-values.yaml").read_text())
+    assert CHART_VALUE_KEYS == set(defaults)
 
 
 def test_user_values_merge_last() -> None:
