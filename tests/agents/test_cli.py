@@ -9,6 +9,7 @@ from gpu_operator.agents import cli
 
 def test_known_agents() -> None:
     assert cli.AGENTS == {
+        "device-plugin": "gpu_operator.agents.device_plugin.command",
         "feature-discovery": "gpu_operator.agents.feature_discovery.command",
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
         "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
@@ -43,11 +44,11 @@ def test_dispatch_passes_the_remaining_flags(capsys: pytest.CaptureFixture[str])
 
 
 def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["device-plugin"]) == 2
-    assert "unknown agent 'device-plugin'" in capsys.readouterr().err
+    assert cli.main(["no-such-agent"]) == 2
+    assert "unknown agent 'no-such-agent'" in capsys.readouterr().err
 
 
 def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 2
     assert cli.main(["--help"]) == 0
-    assert "agents: feature-discovery" in capsys.readouterr().err
+    assert "agents: device-plugin, feature-discovery" in capsys.readouterr().err
