@@ -39,7 +39,7 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
-from gpu_operator.render.network import network_objects
+from gpu_operator.render.network import network_objects, network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
 
@@ -186,6 +186,10 @@ def _print_summary(
               + (f" in {output / _values_file(chart)}" if output is not None else ":"), file=out)
         if output is None:
             print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()), file=out)
+    rdma = network_summary(config)
+    if rdma:
+        print("\nRDMA wiring (NetworkOperator):", file=out)
+        print("\n".join(f"  {line}" for line in rdma), file=out)
     aks = config.aks
     if config.pools and aks is not None:
         created = "created by the stack" if aks.create else "existing"

@@ -41,6 +41,8 @@ def test_summary_table_lists_operands(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "STATE" in output and "state-driver" in output and "nvidia-driver-daemonset" in output
     assert "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04" in output
     assert "network-operator 26.4.1" in output
+    assert "NicClusterPolicy nic-cluster-policy: DOCA-OFED driver container doca-driver:" in output
+    assert "RDMA resources rdma/ib (sriov)" in output and "DMA-BUF (kernel modules: open)" in output
 
 
 def test_bad_config_lists_problems_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

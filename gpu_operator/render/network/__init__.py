@@ -21,7 +21,7 @@ from gpu_operator.render.network.ipoib import ipoib_objects
 from gpu_operator.render.network.nic_cluster_policy import nic_cluster_policy
 from gpu_operator.render.network.node_feature_rule import node_feature_rule
 
-__all__ = ["NetworkRender", "network_objects", "render_network"]
+__all__ = ["NetworkRender", "network_objects", "network_summary", "render_network"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,30 @@ def network_objects(config: GpuStackConfig) -> list[Object]:
     """The Network Operator's plain objects in apply order ([] when it is off); the chart is separate."""
     rendered = render_network(config)
     return rendered.objects if rendered is not None else []
+
+
+def network_summary(config: GpuStackConfig) -> list[str]:
+    """Lines saying what the RDMA wiring is, for `render --summary` ([] when the Network Operator is off)."""
+    if not network_wanted(config.network, config.pools):
+        return []
+    network, rdma = config.network, config.operator.driver.rdma
+    if network.mofed == "operator":
+        image = network.ofed_driver.image
+        mofed = f"DOCA-OFED driver container {image.image}:{image.version}"
+    else:
+        mofed = "the host's MOFED"
+    plugins = {"sriov": network.sriov_device_plugin.resource, "shared": network.rdma_shared_device_plugin.resource}
+    resources = ", ".join(f"{plugins[kind]} ({kind})" for kind in network.device_plugins) or "no device plugin"
+    if rdma.enabled:
+        gpu = "legacy nvidia-peermem" + (" with the host's MOFED" if rdma.use_host_mofed else " (waits for MOFED)")
+    else:
+        gpu = f"DMA-BUF (kernel modules: {config.operator.driver.kernel_module_type})"
+    lines = [
+        f"InfiniBand nodes: NodeFeatureRule nfd-network-rule labels VFs {', '.join(network.vf_device_ids)} "
+        "(feature.node.kubernetes.io/pci-15b3.present)",
+        f"NicClusterPolicy nic-cluster-policy: {mofed}; RDMA resources {resources}",
+        f"GPUDirect RDMA: {gpu}; one NFD (the network operator's)",
+    ]
+    if network.ipoib is not None:
+        lines.append(f"IPoIB network {network.ipoib.name} on {network.ipoib.master}")
+    return lines

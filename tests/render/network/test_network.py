@@ -11,7 +11,7 @@ import yaml
 
 from gpu_operator.config import parse_config
 from gpu_operator.config.network import CHART_VALUE_KEYS
-from gpu_operator.render.network import NetworkRender, render_network
+from gpu_operator.render.network import NetworkRender, network_summary, render_network
 from gpu_operator.render.network.node_feature_rule import IB_NODE_LABEL
 from tests.support.reference import reference_file
 from tests.support.schemas import crd_errors, validate_objects
@@ -192,3 +192,13 @@ def test_the_shared_plugin_matches_azures_overlay() -> None:
 def test_no_network_without_ib_pools() -> None:
     assert render_network(parse_config({"aks": AKS, "pools": [T4]})) is None
     assert render_network(parse_config({"aks": AKS, "pools": [H100], "network": {"enabled": False}})) is None
+
+
+def test_the_summary_says_how_gpudirect_rdma_is_wired() -> None:
+    peermem = parse_config({"aks": AKS, "pools": [H100], "network": {"mofed": "host", "ipoib": IPOIB},
+                            "operator": {"driver": {"rdma": {"enabled": True}}}})
+    lines = network_summary(peermem)
+    assert "the host's MOFED" in lines[1]
+    assert lines[2].startswith("GPUDirect RDMA: legacy nvidia-peermem with the host's MOFED")
+    assert lines[3] == "IPoIB network aks-infiniband on ibP257p0s0"
+    assert network_summary(parse_config({"aks": AKS, "pools": [T4]})) == []
