@@ -47,11 +47,16 @@ class DirectReading:
 
 @dataclass(frozen=True, slots=True)
 class FieldValue:
-    """One NVML field id (with an optional scope such as a link number) and the sample attribute it fills."""
+    """One NVML field id (with an optional scope such as a link number) and the sample attribute it fills.
+
+    `member` names the value union member to read whatever `valueType` says, for fields whose type tag some
+    drivers get wrong; None decodes by the tag.
+    """
 
     attribute: str
     field_id: int
     scope_id: int | None = None
+    member: str | None = None
 
     @property
     def argument(self) -> int | tuple[int, int]:
@@ -84,7 +89,9 @@ DIRECT_READINGS: tuple[DirectReading, ...] = (
 )
 
 FIELD_VALUES: tuple[FieldValue, ...] = (
-    FieldValue("memory_temp_c", pynvml.NVML_FI_DEV_MEMORY_TEMP),
+    # The R545 drivers tag memory temperature with a type other than the unsigned int they write; DCGM reads
+    # uiVal for this field on every driver, and so do we (decoding by the tag gave 0 degrees there).
+    FieldValue("memory_temp_c", pynvml.NVML_FI_DEV_MEMORY_TEMP, member="uiVal"),
     FieldValue("total_energy_mj", pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION),
     FieldValue("pcie_replay_count", pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER),
     FieldValue("ecc_sbe_volatile", pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL),
@@ -111,11 +118,15 @@ _VALUE_MEMBER: dict[int, str] = {
 }
 
 
-def decode_field_value(value: Any) -> int | None:
-    """The number in one returned field value (None when its own return code is not success)."""
+def decode_field_value(value: Any, member: str | None = None) -> int | None:
+    """The number in one returned field value (None when its own return code is not success).
+
+    `member` overrides the union member the value's type tag selects (see `FieldValue.member`).
+    """
     if int(value.nvmlReturn) != pynvml.NVML_SUCCESS:
         return None
-    member = _VALUE_MEMBER.get(int(value.valueType))
+    if member is None:
+        member = _VALUE_MEMBER.get(int(value.valueType))
     if member is None:
         return None
     return int(getattr(value.value, member))

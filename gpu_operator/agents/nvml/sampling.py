@@ -54,7 +54,7 @@ def _field_values(lib: NvmlLibrary, reader: FieldReader, index: int, handle: Han
             raise error_for_code(code)
         if code in _ABSENT:
             reader.mark_unsupported(index, _field_key(field.field_id))
-        values[field.attribute] = decode_field_value(result)
+        values[field.attribute] = decode_field_value(result, field.member)
     return values
 
 

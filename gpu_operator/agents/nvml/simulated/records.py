@@ -24,8 +24,6 @@ __all__ = [
     "GpuInstanceRecord",
     "ComputeInstanceProfileRecord",
     "ComputeInstanceRecord",
-    "ValueRecord",
-    "FieldValueRecord",
     "EventRecord",
 ]
 
@@ -147,24 +145,6 @@ class ComputeInstanceRecord:
     gpuInstance: GpuInstanceHandle
     id: int
     profileId: int
-
-
-@dataclass(frozen=True, slots=True)
-class ValueRecord:
-    """The value union; the simulation only produces unsigned long long values."""
-
-    ullVal: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class FieldValueRecord:
-    fieldId: int
-    scopeId: int
-    timestamp: int
-    latencyUsec: int
-    valueType: int
-    nvmlReturn: int
-    value: ValueRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Values are drawn from the model's telemetry ranges by the node's deterministic generator; counters (energy,
 NVLink traffic) only grow. Field ids a model or a fault lists as unsupported answer "not supported" in their
-own slot of the field-values result, as NVML does.
+own slot of the field-values result, as NVML does. Field values are pynvml's own `c_nvmlFieldValue_t`, each in
+the union member and with the type tag the driver uses, including the R545 branch's wrong memory-temperature tag.
 """
 
 from __future__ import annotations
@@ -18,15 +19,27 @@ from gpu_operator.agents.nvml.simulated.profile import (
     GpuModel,
 )
 from gpu_operator.agents.nvml.simulated.records import (
-    FieldValueRecord,
     UtilizationRecord,
-    ValueRecord,
 )
 
 __all__ = ["TelemetryCalls"]
 
 _SAMPLING_PERIOD_US = 167_000
 _ENERGY_START_MJ = (1_000_000, 900_000_000)
+
+
+#: Field id -> (type tag, union member) as the driver answers them; fields not listed are unsigned long long.
+_VALUE_TAGS: dict[int, tuple[int, str]] = {
+    pynvml.NVML_FI_DEV_MEMORY_TEMP: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_REMAPPED_COR: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_REMAPPED_UNC: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_REMAPPED_PENDING: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_REMAPPED_FAILURE: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+}
+_DEFAULT_TAG = (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal")
+#: The driver branch whose NVML tags memory temperature wrongly (it writes uiVal, tags it double).
+_R545 = "545."
 
 
 class TelemetryCalls(SimulatedCore):
@@ -95,23 +108,25 @@ class TelemetryCalls(SimulatedCore):
         generate = generators.get(field_id)
         return None if generate is None else generate()
 
-    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: Sequence[Any]) -> list[FieldValueRecord]:
+    def _tag(self, field_id: int) -> tuple[int, str]:
+        if field_id == pynvml.NVML_FI_DEV_MEMORY_TEMP and self.profile.driver.version.startswith(_R545):
+            return pynvml.NVML_VALUE_TYPE_DOUBLE, "uiVal"
+        return _VALUE_TAGS.get(field_id, _DEFAULT_TAG)
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: Sequence[Any]) -> list[Any]:
         index, _, model = self._gpu(handle, "nvmlDeviceGetFieldValues")
         stamp = int(time.time() * 1_000_000)
         values = []
         for requested in field_ids:
             field_id, scope_id = requested if isinstance(requested, tuple) else (requested, 0)
             value = None if field_id in self._unsupported_fields[index] else self._field(index, model, field_id)
-            code = pynvml.NVML_ERROR_NOT_SUPPORTED if value is None else pynvml.NVML_SUCCESS
-            values.append(
-                FieldValueRecord(
-                    fieldId=field_id,
-                    scopeId=scope_id,
-                    timestamp=stamp,
-                    latencyUsec=0,
-                    valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG,
-                    nvmlReturn=code,
-                    value=ValueRecord(ullVal=value or 0),
-                )
-            )
+            record = pynvml.c_nvmlFieldValue_t()
+            record.fieldId = field_id
+            record.scopeId = scope_id
+            record.timestamp = stamp
+            record.latencyUsec = 0
+            record.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED if value is None else pynvml.NVML_SUCCESS
+            record.valueType, member = self._tag(field_id)
+            setattr(record.value, member, value or 0)
+            values.append(record)
         return values
