@@ -4,7 +4,8 @@ The check runs `nvidia-smi` and passes when it exits 0, trying in turn:
 
 1. a driver installed on the host (the host's root is mounted at `/host`): a WSL2 host passes when its
    `/usr/lib/wsl/lib/nvidia-smi` is there; otherwise the first `nvidia-smi` in the host's `/usr/bin`,
-   `/usr/sbin`, `/bin` or `/sbin` runs inside the host's root (chroot; run directly when the host root is `/`);
+   `/usr/sbin`, `/bin`, `/sbin` or `/opt/bin` (read-only-/usr hosts such as Flatcar) runs inside the host's
+   root (chroot; run directly when the host root is `/`);
 2. a driver container's installation (`/run/nvidia/driver`): its `nvidia-smi`, run inside that root.
 
 With `--driver-validation-skip-gpu-init` the command is `nvidia-smi --version`, which needs no GPU (GPUs bound
@@ -25,7 +26,7 @@ __all__ = ["HOST_SMI_DIRS", "WSL_SMI", "DriverCheck", "NvidiaSmiCheck", "Runner"
 
 _log = logging.getLogger(__name__)
 
-HOST_SMI_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin")
+HOST_SMI_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/opt/bin")
 WSL_SMI = "/usr/lib/wsl/lib/nvidia-smi"
 _SMI = "nvidia-smi"
 _TIMEOUT_SECONDS = 60

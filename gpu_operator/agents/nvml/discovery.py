@@ -16,7 +16,12 @@ from typing import Any
 
 import pynvml
 
-from gpu_operator.agents.nvml.errors import NvmlError, NvmlFunctionNotFound, NvmlGpuLost
+from gpu_operator.agents.nvml.errors import (
+    NvmlArgumentVersionMismatch,
+    NvmlError,
+    NvmlFunctionNotFound,
+    NvmlGpuLost,
+)
 from gpu_operator.agents.nvml.fields import read_memory
 from gpu_operator.agents.nvml.inventory import (
     ComputeCapability,
@@ -87,7 +92,9 @@ def _fabric_struct(lib: NvmlLibrary, handle: Handle) -> Any:
     try:
         call(lambda: lib.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info)))
         return info
-    except NvmlFunctionNotFound:
+    except (NvmlFunctionNotFound, NvmlArgumentVersionMismatch):
+        # Drivers before the versioned call lack it; drivers that know another version of its structure
+        # refuse ours. Both still answer the unversioned call.
         legacy: Any = pynvml.c_nvmlGpuFabricInfo_t()
         call(lambda: lib.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(legacy)))
         return legacy

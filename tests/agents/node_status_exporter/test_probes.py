@@ -207,3 +207,12 @@ def test_probe_runner_applies_each_probe_on_its_interval(tmp_path: Path) -> None
     values = state.values()
     assert values[g.NVIDIA_PCI_DEVICES] >= 3 and values[g.TOOLKIT_READY] == 1.0
     assert os.path.exists(tmp_path / "toolkit-ready")
+
+
+def test_host_driver_in_opt_bin_is_found(tmp_path: Path) -> None:
+    # Flatcar and other read-only /usr hosts install the driver's tools under /opt/bin.
+    executable(tmp_path / "host/opt/bin/nvidia-smi")
+    run = Recorder()
+    check = NvidiaSmiCheck(str(tmp_path / "host"), str(tmp_path / "driver"), run=run)
+    assert check()
+    assert run.commands == [["chroot", str(tmp_path / "host"), "/opt/bin/nvidia-smi"]]

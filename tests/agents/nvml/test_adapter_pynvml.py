@@ -308,3 +308,19 @@ def test_mig_devices_that_cannot_be_listed_leave_the_gpu_usable(calls: dict[str,
     ):
         first, _ = _open(tmp_path).devices()
     assert first.mig_enabled and first.mig_devices == () and not first.lost
+
+
+@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH])
+def test_fabric_info_falls_back_to_the_legacy_call(calls: dict[str, Any], tmp_path: Path, code: int) -> None:
+    # A driver without the versioned call, or one that knows a different version of its structure, still
+    # answers the unversioned call.
+    def legacy(handle: str, info: Any) -> None:
+        info._obj.state = pynvml.NVML_GPU_FABRIC_STATE_COMPLETED
+        info._obj.status = pynvml.NVML_SUCCESS
+        info._obj.cliqueId = 7
+
+    calls["nvmlDeviceGetGpuFabricInfoV"].side_effect = _nvml_error(code)
+    with mock.patch.object(pynvml, "nvmlDeviceGetGpuFabricInfo", side_effect=legacy, create=True):
+        first, _ = _open(tmp_path).devices()
+    assert first.fabric is not None
+    assert first.fabric.clique_id == 7
