@@ -28,6 +28,7 @@ __all__ = [
     "resolve_in_root",
     "candidate_libraries",
     "load_into_pynvml",
+    "release_pynvml",
 ]
 
 _log = logging.getLogger(__name__)
@@ -89,6 +90,18 @@ def candidate_libraries(roots: Iterable[str]) -> Iterator[str]:
             resolved = resolve_in_root(root, str(PurePosixPath(root) / directory / LIBRARY_NAME))
             if resolved is not None:
                 yield resolved
+
+
+def release_pynvml() -> None:
+    """Forget the library pynvml holds, the C function pointers it looked up in it, and its init count.
+
+    The next `nvmlInit` then loads a library afresh (ours, if `load_into_pynvml` runs first). Clearing only
+    `nvmlLib` is not enough: pynvml calls through its cached pointers into the old library.
+    """
+    with pynvml.libLoadLock:
+        pynvml.nvmlLib = None
+        pynvml._nvmlGetFunctionPointer_cache.clear()
+        pynvml._nvmlLib_refcount = 0
 
 
 def load_into_pynvml(roots: Iterable[str], loader: Callable[[str], ctypes.CDLL] = ctypes.CDLL) -> str | None:

@@ -7,8 +7,10 @@ driver passes when NVML starts and reports at least one GPU and no GPU has falle
 `nvidia-smi` exits non-zero). With `DRIVER_VALIDATION_SKIP_GPU_INIT` (`nvidia-smi --version`, for GPUs bound to
 vfio-pci) only the library is loaded; the GPUs are not initialised.
 
-pynvml holds one library per process; a failed try releases it, so that the next try (the containerized driver
-after the host's, or the same root once the driver container has installed it) loads the library afresh.
+pynvml holds one library per process, and caches the C function pointers it looks up in it; a failed try releases
+both (:func:`~gpu_operator.agents.nvml.loader.release_pynvml`), so that the next try (the containerized driver
+after the host's, or the same root once the driver container has installed it) loads and calls the library
+afresh instead of the one that failed.
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import pynvml
-
 from gpu_operator.agents.nvml import NvmlError, open_nvml
-from gpu_operator.agents.nvml.loader import LIBRARY_NAME, candidate_libraries
+from gpu_operator.agents.nvml.loader import LIBRARY_NAME, candidate_libraries, release_pynvml
 from gpu_operator.agents.nvml.selection import parse_nvml_choice
 from gpu_operator.agents.validator.errors import ValidationFailed
 
@@ -36,11 +36,6 @@ class DriverProbe:
 
     driver_version: str | None
     gpu_minors: tuple[int, ...] | None
-
-
-def _release_library() -> None:
-    with pynvml.libLoadLock:
-        pynvml.nvmlLib = None
 
 
 def _library_loads(root: str) -> None:
@@ -69,7 +64,7 @@ def probe_driver(
         nvml = open_nvml(spec, environ=environ, driver_root_paths=(root,) if root else ())
     except (NvmlError, ValueError) as error:
         if not simulated:
-            _release_library()
+            release_pynvml()
         raise ValidationFailed(f"NVML cannot start: {error}") from error
     try:
         system, gpus = nvml.system(), nvml.devices()
