@@ -3,13 +3,15 @@
 The requested ids are checked (every one must be a device of the resource) and replicas are mapped back to
 their physical devices (duplicates removed). Then each configured device list strategy adds its part:
 
-* `envvar`: `NVIDIA_VISIBLE_DEVICES=<ids>` (UUIDs, or indices with the index id strategy);
+* `envvar`: `NVIDIA_VISIBLE_DEVICES=<ids>` (UUIDs, or indices with the index id strategy), and
+  `NVIDIA_IMEX_CHANNELS` when IMEX channels are configured;
 * `volume-mounts`: `NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices` and one `/dev/null` mount per id
-  under that directory;
+  under that directory (and per IMEX channel under its `imex/`);
 * `cdi-annotations`: one annotation `<prefix>nvidia-device-plugin_<uuid4>` holding the CDI device names;
 * `cdi-cri`: the same names as CRI `cdi_devices`.
 
-CDI names use the plugin's vendor and class, `k8s.device-plugin.nvidia.com/gpu=<id>` (plus `…/gdrcopy=all`,
+CDI names use the plugin's vendor and class, `k8s.device-plugin.nvidia.com/gpu=<id>` (plus
+`…/imex-channel=<id>`, and `…/gdrcopy=all`,
 `…/gds=all`, `…/mofed=all` when those are enabled, whose env is always set). With `passDeviceSpecs` the device
 nodes are passed as DeviceSpecs with host paths under the dev root, permissions `rw`: the control nodes that
 exist (looked up where the container mounts the dev root), the GPU's `/dev/nvidia<minor>` and, for MIG devices,
@@ -154,14 +156,19 @@ def allocate(
     visible = [d.uuid if settings.device_id_strategy is IdStrategy.UUID else d.index for d in devices]
     answer = ContainerAllocation()
     strategies = settings.device_list_strategy
+    channels = [str(c) for c in settings.imex_channel_ids]
     if ListStrategy.ENVVAR in strategies:
         answer.envs["NVIDIA_VISIBLE_DEVICES"] = ",".join(visible)
+        if channels:
+            answer.envs["NVIDIA_IMEX_CHANNELS"] = ",".join(channels)
     if ListStrategy.VOLUME_MOUNTS in strategies:
         answer.envs["NVIDIA_VISIBLE_DEVICES"] = CONTAINER_DEVICES_DIR
         answer.mounts += [Mount(posixpath.join(CONTAINER_DEVICES_DIR, v), "/dev/null") for v in visible]
+        answer.mounts += [Mount(posixpath.join(CONTAINER_DEVICES_DIR, "imex", c), "/dev/null") for c in channels]
     features = [(env, cls) for name, (env, cls) in _FEATURES.items() if getattr(settings, name)]
     answer.envs.update({env: "enabled" for env, _ in features})
-    names = [f"{CDI_VENDOR}/gpu={v}" for v in visible] + [f"{CDI_VENDOR}/{cls}=all" for _, cls in features]
+    names = [f"{CDI_VENDOR}/gpu={v}" for v in visible] + [f"{CDI_VENDOR}/imex-channel={c}" for c in channels]
+    names += [f"{CDI_VENDOR}/{cls}=all" for _, cls in features]
     if ListStrategy.CDI_ANNOTATIONS in strategies:
         key = f"{settings.cdi_annotation_prefix}nvidia-device-plugin_{annotation_id()}"
         answer.annotations[key] = ",".join(names)

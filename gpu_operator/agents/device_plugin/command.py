@@ -88,6 +88,16 @@ def _settings(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[st
         raise PluginFailure(str(error)) from error
 
 
+#: NVIDIA's variables that shape the CDI spec its plugin writes; this agent writes none (it names the devices).
+_CDI_SPEC_ONLY = ("NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH", "CDI_FEATURE_FLAGS", "CDI_DISABLE_HOOKS")
+
+
+def _warn_unused(environ: Mapping[str, str]) -> None:
+    for name in (n for n in _CDI_SPEC_ONLY if environ.get(n)):
+        _log.warning("%s is set but not used: this agent does not generate a CDI spec; the CDI devices it names "
+                     "must come from a spec on the node", name)
+
+
 def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, str], signals: SignalSource,
           open_nvml_for: Callable[[Settings], Nvml] = open_gpus) -> int:
     """Run until a stop signal; returns the exit status. Raises PluginFailure when start-up fails.
@@ -99,6 +109,7 @@ def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, s
     if ready is None:
         return 0
     environ = ready
+    _warn_unused(environ)
     settings = _settings(load, environ)
     nvml = open_nvml_for(settings)
     try:

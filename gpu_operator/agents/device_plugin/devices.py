@@ -17,6 +17,7 @@ whose compute instance fills its GPU instance, plus `nvidia.com/gpu` for the non
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -180,8 +181,17 @@ def _replicated(name: str, devices: list[PluginDevice], settings: Settings) -> R
     )
 
 
+def _check_imex(settings: Settings) -> None:
+    for channel in settings.imex_channel_ids if settings.imex_required else ():
+        node = os.path.join(settings.device_root_here, "dev", "nvidia-caps-imex-channels", f"channel{channel}")
+        if not os.path.exists(node):
+            raise DeviceError(f"IMEX channel {channel} is required (IMEX_REQUIRED) but {node} does not exist; "
+                              "create the channel on the node or drop IMEX_REQUIRED")
+
+
 def build_resources(gpus: Sequence[GpuInfo], settings: Settings) -> tuple[Resource, ...]:
     """Every resource to advertise, in name order. Raises DeviceError for what the strategy refuses."""
+    _check_imex(settings)
     strategy = settings.mig_strategy
     if strategy is MigStrategy.SINGLE:
         grouped = _single(gpus)

@@ -88,6 +88,25 @@ def _list_strategies(value: Any) -> tuple[ListStrategy, ...]:
     return tuple(chosen)
 
 
+def _channel_ids(value: Any) -> tuple[int, ...]:
+    items = value if isinstance(value, list | tuple) else [v for v in str(value).split(",") if v.strip()]
+    channels = []
+    for item in items:
+        text = str(item).strip()
+        if not text.isdigit():
+            raise ValueError(f"IMEX channel id {text!r} is not a number")
+        channels.append(int(text))
+    if channels not in ([], [0]):
+        raise ValueError("only IMEX channel 0 is supported (as in NVIDIA's plugin): use 0 or nothing")
+    return tuple(channels)
+
+
+def _discovery_strategy(text: str) -> str:
+    if text not in ("auto", "nvml"):
+        raise ValueError("this agent discovers GPUs through NVML only: use auto or nvml")
+    return text
+
+
 def _strict_bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"expected true or false, not {value!r}")
@@ -143,6 +162,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("allocation_policy", ("--shared-devices-allocation-policy",), ("SHARED_DEVICES_ALLOCATION_POLICY",),
            AllocationPolicy, AllocationPolicy.DISTRIBUTED, "distributed | packed (replicas of shared GPUs)",
            file_path=("plugin", "sharedDevicesAllocationPolicy")),
+    Option("imex_channel_ids", ("--imex-channel-ids",), ("IMEX_CHANNEL_IDS",), _channel_ids, (),
+           "IMEX channels to give every container (0 or nothing)"),
+    _bool_option("imex_required", ("--imex-required",), ("IMEX_REQUIRED",), None, False,
+                 "fail when a requested IMEX channel's device node does not exist"),
+    Option("device_discovery_strategy", ("--device-discovery-strategy",), ("DEVICE_DISCOVERY_STRATEGY",),
+           _discovery_strategy, "auto", "how GPUs are found: auto | nvml", file_path=("deviceDiscoveryStrategy",)),
     Option("kubelet_socket", ("--kubelet-socket",), ("KUBELET_SOCKET",), str, DEFAULT_KUBELET_SOCKET,
            "the kubelet's registration socket; its directory holds the plugin sockets ('' = do not register)"),
     Option("config_file", ("--config-file",), ("CONFIG_FILE",), str, "", "the v1 config file (flags and sharing)"),
@@ -182,6 +207,9 @@ class Settings:
     cdi_annotation_prefix: str = "cdi.k8s.io/"
     mps_root: str = ""
     allocation_policy: AllocationPolicy = AllocationPolicy.DISTRIBUTED
+    imex_channel_ids: tuple[int, ...] = ()
+    imex_required: bool = False
+    device_discovery_strategy: str = "auto"
     kubelet_socket: str = DEFAULT_KUBELET_SOCKET
     config_file: str = ""
     driver_root_ctr_path: str = "/driver-root"

@@ -8,7 +8,7 @@ import pytest
 
 from gpu_operator.agents.device_plugin.allocate import AllocationError, allocate, mig_minors
 from gpu_operator.agents.device_plugin.devices import Resource, build_resources
-from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings
+from gpu_operator.agents.device_plugin.settings import ListStrategy, MigStrategy, Settings, SettingsError, resolve_settings
 from gpu_operator.agents.nvml import open_nvml
 
 
@@ -43,3 +43,25 @@ def test_mig_minors_reads_the_drivers_table(tmp_path: Path) -> None:
     (caps / "mig-minors").write_text("config 1\nmonitor 2\ngpu0/gi7/access 66\ngpu0/gi7/ci0/access 67\n")
     assert mig_minors(str(tmp_path)) == {"config": 1, "monitor": 2, "gpu0/gi7/access": 66, "gpu0/gi7/ci0/access": 67}
     assert mig_minors(str(tmp_path / "none")) == {}
+
+
+def test_imex_channel_zero_reaches_every_strategy() -> None:
+    resource = _resource("t4-1x")
+    strategies = (ListStrategy.ENVVAR, ListStrategy.CDI_CRI)
+    settings = Settings(imex_channel_ids=(0,), device_list_strategy=strategies)
+    answer = allocate(resource, [resource.devices[0].id], settings)
+    assert answer.envs["NVIDIA_IMEX_CHANNELS"] == "0"
+    assert answer.cdi_devices[-1] == "k8s.device-plugin.nvidia.com/imex-channel=0"
+    mounted = allocate(resource, [resource.devices[0].id],
+                       Settings(imex_channel_ids=(0,), device_list_strategy=(ListStrategy.VOLUME_MOUNTS,)))
+    assert mounted.mounts[-1].container_path == "/var/run/nvidia-container-devices/imex/0"
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [({"IMEX_CHANNEL_IDS": "1"}, "only IMEX channel 0 is supported"),
+     ({"DEVICE_DISCOVERY_STRATEGY": "tegra"}, "discovers GPUs through NVML only")],
+)
+def test_what_the_agent_cannot_do_is_refused(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        resolve_settings({}, environ)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpu_operator.agents.device_plugin.devices import DeviceError, build_resources
@@ -65,3 +67,13 @@ def test_mps_on_mig_devices_is_refused() -> None:
 
 def test_no_gpus_means_no_resources() -> None:
     assert build_resources((), Settings()) == ()
+
+
+def test_a_required_imex_channel_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    settings = Settings(imex_channel_ids=(0,), imex_required=True, dev_root_ctr_path=str(tmp_path))
+    with pytest.raises(DeviceError, match=r"IMEX channel 0 is required .*channel0 does not exist"):
+        build_resources(_gpus("t4-1x"), settings)
+    channel = tmp_path / "dev" / "nvidia-caps-imex-channels" / "channel0"
+    channel.parent.mkdir(parents=True)
+    channel.touch()
+    assert len(build_resources(_gpus("t4-1x"), settings)) == 1
