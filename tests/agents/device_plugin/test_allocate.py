@@ -8,7 +8,13 @@ import pytest
 
 from gpu_operator.agents.device_plugin.allocate import AllocationError, allocate, mig_minors
 from gpu_operator.agents.device_plugin.devices import Resource, build_resources
-from gpu_operator.agents.device_plugin.settings import ListStrategy, MigStrategy, Settings, SettingsError, resolve_settings
+from gpu_operator.agents.device_plugin.settings import (
+    ListStrategy,
+    MigStrategy,
+    Settings,
+    SettingsError,
+    resolve_settings,
+)
 from gpu_operator.agents.nvml import open_nvml
 
 
