@@ -5,7 +5,8 @@ each MIG-enabled GPU through its GPU instances. Every series of an entity starts
 order: `gpu` (NVML index), `UUID` (`uuid` with `--use-old-namespace`; the parent GPU's for a GPU instance),
 `pci_bus_id` (NVML's form, `00000000:18:00.0`), `device` (`nvidia<index>`), `modelName` (NVML's name;
 `--replace-blanks-in-model-name` turns spaces into dashes), then for a GPU instance `GPU_I_PROFILE` (the GPU
-instance profile, `1g.10gb`) and `GPU_I_ID` (its NVML id), then `hostname` unless `--no-hostname` (the label
+instance profile as DCGM names it, `1g.10gb`; `7g.79gb` where node labels say `7g.80gb`, see
+:func:`gpu_instance_profile`) and `GPU_I_ID` (its NVML id), then `hostname` unless `--no-hostname` (the label
 is spelled `hostname` from dcgm-exporter 4.8.3 on - the version the GPU operator ships - and `Hostname` before).
 
 An entity is also keyed for pod attribution the way dcgm-exporter keys it: a GPU instance by `<gpu>-<GI id>`,
@@ -38,6 +39,8 @@ DEVICE_NAME = "device-name"
 GPU_ID_TYPES = (UID, DEVICE_NAME)
 HOSTNAME_LABEL = "hostname"
 _COMPUTE_SLICES_PREFIX = re.compile(r"^\d+c\.")
+_ENGINE_SUFFIX = re.compile(r"^\d+g\.\d+gb([+-].*)$")
+_MIB_PER_GB = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +74,21 @@ def model_label(name: str | None, replace_blanks: bool) -> str:
 
 
 def gpu_instance_profile(device: MigDevice) -> str:
-    """The GPU instance profile of a MIG device (`1c.2g.20gb` -> `2g.20gb`): what DCGM names the entity by."""
-    return _COMPUTE_SLICES_PREFIX.sub("", device.profile or "")
+    """The GPU instance profile of a MIG device as DCGM names the entity: `<slices>g.<ceil(MiB / 1024)>gb`.
+
+    This is deliberately not go-nvlib's name (GFD's and the device plugin's): go-nvlib rounds the memory
+    share up to eighths of the whole GPU, DCGM divides the instance's own memory by 1024 and rounds up, so the
+    A100 80GB's 80384 MiB whole-GPU instance is `7g.80gb` in node labels and `7g.79gb` in the exporter
+    NVIDIA ships. Dashboards and alerts written against that exporter keep matching. An engine suffix
+    (`+me`) is kept; without attributes the go-nvlib name, less its compute-instance part, is used.
+    """
+    name = _COMPUTE_SLICES_PREFIX.sub("", device.profile or "")
+    attributes = device.attributes
+    if attributes is None:
+        return name
+    suffix = _ENGINE_SUFFIX.search(name)
+    gb = -(-attributes.memory_mib // _MIB_PER_GB)
+    return f"{attributes.gpu_instance_slices}g.{gb}gb" + (suffix.group(1) if suffix else "")
 
 
 def _identity(gpu: GpuInfo, options: IdentityOptions, instance: tuple[str, int] | None) -> Labels:
