@@ -9,9 +9,12 @@
 5. the IPoIB IPPool and IPoIBNetwork, after the policy that installs nv-ipam and the IPoIB CNI.
 
 Give the GPU operator `depends_on=[network_operator]` (GpuCluster does): it is then created once the
-NicClusterPolicy exists, so its driver never starts before the MOFED driver container is scheduled. What
-`pulumi up` does not wait for is MOFED being loaded on each node (the operator compiles it there, minutes
-later); the legacy peermem sidecar waits for it on the node (`/run/mellanox/drivers/.driver-ready`).
+NicClusterPolicy exists, so its driver never starts before the MOFED driver container is scheduled. By default
+`pulumi up` does not wait for MOFED being loaded on each node (the operator compiles it there, minutes later;
+the legacy peermem sidecar waits for it on the node, `/run/mellanox/drivers/.driver-ready`). With
+`network.waitForMofed`, the policy is created only once its state is `ready` (the provider's `pulumi.com/waitFor`
+await, up to `network.mofedTimeoutSeconds`), so whatever depends on this component, the GPU operator included,
+waits for MOFED on every InfiniBand node; `mofed_ready` says which of the two happened.
 The objects come from :func:`gpu_operator.render.network.render_network`; this component only registers them.
 """
 
@@ -33,6 +36,12 @@ __all__ = ["NetworkOperator", "NetworkOperatorArgs", "TOKEN"]
 TOKEN = "gpu-operator:index:NetworkOperator"
 
 
+def _wait_for_ready(timeout_seconds: int) -> dict[str, str]:
+    """The provider's await annotations: the policy counts as created once its state is ready, which the
+    operator reports when every component, the MOFED driver on every InfiniBand node included, is ready."""
+    return {"pulumi.com/waitFor": "jsonpath={.status.state}=ready", "pulumi.com/timeoutSeconds": str(timeout_seconds)}
+
+
 class NetworkOperatorArgs(TypedDict):
     """Inputs of a NetworkOperator."""
 
@@ -50,6 +59,10 @@ class NetworkOperator(pulumi.ComponentResource):
     node_feature_rule: pulumi.CustomResource
     nic_cluster_policy: pulumi.CustomResource
     ipoib: list[pulumi.CustomResource]
+    mofed_ready: pulumi.Output[bool]
+    """With `network.waitForMofed`: true once the NicClusterPolicy reported `ready` (MOFED loaded on every IB
+    node); a resource that depends on this component waits for it. Without it: false, known once the policy
+    exists (nothing waited for MOFED)."""
     rdma_resource_names: pulumi.Output[list[str]]
     """The RDMA extended resources pods can request (`rdma/ib`, `rdma/shared_ib`)."""
 
@@ -81,7 +94,12 @@ class NetworkOperator(pulumi.ComponentResource):
             opts=options(self.namespace),
         )
         self.node_feature_rule = register_object(name, rendered.node_feature_rule, options(self.chart))
-        self.nic_cluster_policy = register_object(name, rendered.nic_cluster_policy, options(self.node_feature_rule))
+        policy = rendered.nic_cluster_policy
+        if config.network.wait_for_mofed:
+            policy = {**policy, "metadata": {**policy["metadata"], "annotations": {
+                **policy["metadata"].get("annotations", {}), **_wait_for_ready(config.network.mofed_timeout_seconds)}}}
+        self.nic_cluster_policy = register_object(name, policy, options(self.node_feature_rule))
+        self.mofed_ready = self.nic_cluster_policy.id.apply(lambda _: config.network.wait_for_mofed)
         self.ipoib = []
         for obj in rendered.ipoib:
             self.ipoib.append(register_object(name, obj, options(self.nic_cluster_policy, *self.ipoib)))
@@ -98,4 +116,5 @@ class NetworkOperator(pulumi.ComponentResource):
             "appear on a node once MOFED is loaded there (network.nvidia.com/operator.mofed.wait=false)",
             resource=self,
         )
-        self.register_outputs({"chartVersion": spec.version, "rdmaResourceNames": self.rdma_resource_names})
+        self.register_outputs({"chartVersion": spec.version, "rdmaResourceNames": self.rdma_resource_names,
+                               "mofedReady": self.mofed_ready})

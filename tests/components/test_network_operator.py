@@ -106,3 +106,23 @@ def test_without_infiniband_nothing_is_registered() -> None:
     with pytest.raises(ConfigError, match="network.enabled"):
         run_program(_program(document), recording=recording)
     assert not recording.of_type(TOKEN)
+
+
+def test_waiting_for_mofed_is_the_providers_await_on_the_policy_state() -> None:
+    seen: dict[str, Any] = {}
+
+    def program(document: dict[str, Any]):
+        def run() -> None:
+            provider = k8s.Provider("cluster", kubeconfig="{}")
+            NetworkOperator("net", {"provider": provider, "config": document}).mofed_ready.apply(
+                lambda ready: seen.update(ready=ready))
+        return run
+
+    waiting = {**DOCUMENT, "network": {"waitForMofed": True, "mofedTimeoutSeconds": 1200}}
+    recording = run_program(program(waiting))
+    annotations = _kind(recording, "NicClusterPolicy").inputs["metadata"]["annotations"]
+    assert annotations == {"pulumi.com/waitFor": "jsonpath={.status.state}=ready", "pulumi.com/timeoutSeconds": "1200"}
+    assert seen["ready"] is True
+    recording = run_program(program(DOCUMENT))
+    assert "annotations" not in _kind(recording, "NicClusterPolicy").inputs["metadata"]
+    assert seen["ready"] is False
