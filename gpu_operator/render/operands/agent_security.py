@@ -82,9 +82,11 @@ AGENT_PRIVILEGES: Mapping[str, Privileges] = MappingProxyType({
     "dcgmExporter": Privileges(
         ROOT,
         "dials the kubelet's pod-resources socket (root only); reads GPUs through NVML; the profiling fields read GPU "
-        "performance counters, which the driver restricts to CAP_SYS_ADMIN (NVIDIA's exporter chart adds it too)",
+        "performance counters, which the driver restricts to CAP_SYS_ADMIN (NVIDIA's exporter chart adds it too); "
+        "reads MIG GPU and compute instances, which NVML answers only with the MIG monitor capability the runtime "
+        "mounts for NVIDIA_MIG_MONITOR_DEVICES=all (NVIDIA's exporter is privileged instead)",
         capabilities=(_SYS_ADMIN,),
-        runtime_env=_GPUS,
+        runtime_env=(*_GPUS, ("NVIDIA_MIG_MONITOR_DEVICES", "all")),
     ),
     "devicePlugin": Privileges(
         ROOT,

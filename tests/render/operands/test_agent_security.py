@@ -92,6 +92,8 @@ def test_gpu_reading_agents_ask_the_runtime_for_every_gpu() -> None:
     # the device plugin's own env already asks for all GPUs
     assert asks == {"gfd", "dcgmExporter", "migManager"}
     assert ("NVIDIA_MIG_CONFIG_DEVICES", "all") in AGENT_PRIVILEGES["migManager"].runtime_env
+    # the exporter reads GPU instances, which NVML refuses without the MIG monitor capability
+    assert ("NVIDIA_MIG_MONITOR_DEVICES", "all") in AGENT_PRIVILEGES["dcgmExporter"].runtime_env
 
 
 # --- security_context -------------------------------------------------------------------------------------------

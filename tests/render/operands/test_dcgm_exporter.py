@@ -101,8 +101,12 @@ def test_agent_runs_the_metrics_exporter_with_the_same_env_and_mounts() -> None:
     ours, theirs = _exporter(agent), _exporter(nvidia)
     assert ours["command"] == ["gpu-operator-agent", "metrics-exporter"]
     assert ours["image"] == AGENTS_REFERENCE
-    # NVIDIA's exporter image asks the runtime for every GPU in its ENV; the agents image asks for none
-    assert env_of(ours) == {**env_of(theirs), "NVIDIA_VISIBLE_DEVICES": "all"}
+    # NVIDIA's exporter image asks the runtime for every GPU in its ENV; the agents image asks for none. NVIDIA's
+    # privileged exporter sees GPU instances anyway; ours asks for the MIG monitor capability instead, without
+    # which NVML refuses GPU and compute instance queries (NO_PERMISSION).
+    assert env_of(ours) == {
+        **env_of(theirs), "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_MIG_MONITOR_DEVICES": "all"
+    }
     assert ours["volumeMounts"] == theirs["volumeMounts"]
     assert ours["livenessProbe"] == theirs["livenessProbe"]
     assert_valid(agent)
@@ -119,6 +123,15 @@ def test_agent_is_unprivileged_root_with_sys_admin_for_profiling() -> None:
         "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+
+
+def test_agent_mig_monitor_request_comes_with_the_sys_admin_the_runtime_honours_it_for() -> None:
+    # The NVIDIA runtime gives MIG monitor devices only to containers holding CAP_SYS_ADMIN: the least privilege
+    # that lets an exporter read GPU instances is that capability plus the request, not `privileged`.
+    exporter = _exporter(render_operand(dcgm_exporter.render, with_agents()))
+    assert env_of(exporter)["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
+    assert exporter["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN"]
+    assert "privileged" not in exporter["securityContext"]
 
 
 def test_agent_gpu_request_yields_to_the_users_env() -> None:

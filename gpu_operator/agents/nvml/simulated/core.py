@@ -132,8 +132,14 @@ class SimulatedCore:
         if not isinstance(handle, GpuInstanceHandle | ComputeInstanceHandle):
             fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         index, gpu, model = self._checked(handle.gpu, name)
+        self._monitor_permitted(index)
         placement = next(p for p in self._placements(gpu) if p.gpu_instance == handle.gpu_instance)
         return index, model, placement
+
+    def _monitor_permitted(self, index: int) -> None:
+        """GPU and compute instance queries need the MIG monitor capability (see `Faults.mig_permission`)."""
+        if index in self.profile.faults.mig_permission:
+            fail(pynvml.NVML_ERROR_NO_PERMISSION)
 
     # -- init and system ------------------------------------------------------------------------------------
 

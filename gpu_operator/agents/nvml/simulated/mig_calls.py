@@ -77,6 +77,7 @@ class MigCalls(SimulatedCore):
 
     def nvmlDeviceGetGpuInstanceById(self, handle: Any, gpu_instance_id: int) -> GpuInstanceHandle:
         index, gpu, _ = self._mig_capable(handle, "nvmlDeviceGetGpuInstanceById")
+        self._monitor_permitted(index)
         if not any(p.gpu_instance == gpu_instance_id for p in self._placements(gpu)):
             fail(pynvml.NVML_ERROR_NOT_FOUND)
         return GpuInstanceHandle(index, gpu_instance_id)

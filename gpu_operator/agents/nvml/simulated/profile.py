@@ -200,10 +200,15 @@ class NotSupportedFault(_Spec):
 
 
 class Faults(_Spec):
-    """Injected failures. `init` is an NVML error name such as DRIVER_NOT_LOADED."""
+    """Injected failures. `init` is an NVML error name such as DRIVER_NOT_LOADED.
+
+    `mig_permission` lists GPUs whose GPU and compute instance queries answer NO_PERMISSION, as NVML answers a
+    process without the MIG monitor capability (a container not given `NVIDIA_MIG_MONITOR_DEVICES=all`).
+    """
 
     init: str | None = None
     lost_gpus: tuple[int, ...] = ()
+    mig_permission: tuple[int, ...] = ()
     xids: tuple[XidFault, ...] = ()
     not_supported: tuple[NotSupportedFault, ...] = ()
 
