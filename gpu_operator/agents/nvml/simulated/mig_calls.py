@@ -135,7 +135,7 @@ class MigCalls(SimulatedCore):
             device=GpuHandle(index),
             gpuInstance=GpuInstanceHandle(index, placement.gpu_instance),
             id=placement.compute_instance,
-            profileId=_CI_INDEX[ci_slices],
+            profileId=_CI_INDEX[ci_slices] if placement.compute_profile is None else placement.compute_profile,
         )
 
     def nvmlGpuInstanceGetComputeInstanceProfileInfo(
@@ -144,8 +144,11 @@ class MigCalls(SimulatedCore):
         _, model, placement = self._instance(gpu_instance, "nvmlGpuInstanceGetComputeInstanceProfileInfo")
         gi_profile, _ = self._compute_slices(model, placement)
         slices = COMPUTE_INSTANCE_SLICES.get(profile)
-        if eng_profile != pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED or profile not in _CI_INDEX.values():
+        offered = {*_CI_INDEX.values(), *self._special_compute_profiles(gpu_instance)}
+        if eng_profile != pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED or profile not in offered:
             fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        if slices is None:
+            slices = self._special_compute_profiles(gpu_instance).get(profile)
         if slices is None or slices > gi_profile.slices:
             fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return ComputeInstanceProfileRecord(
@@ -160,3 +163,12 @@ class MigCalls(SimulatedCore):
             sharedOfaCount=gi_profile.ofas,
             name=f"MIG {slices}c.{gi_profile.name}" if slices != gi_profile.slices else f"MIG {gi_profile.name}",
         )
+
+    def _special_compute_profiles(self, gpu_instance: Any) -> dict[int, int]:
+        """Non-standard compute instance profile index -> slices, as the placements of this GPU instance use them."""
+        placements = self._placements(self.profile.gpus[gpu_instance.gpu])
+        return {
+            p.compute_profile: p.compute_slices or self._compute_slices(self.profile.model_of(gpu_instance.gpu), p)[1]
+            for p in placements
+            if p.gpu_instance == gpu_instance.gpu_instance and p.compute_profile is not None
+        }

@@ -148,6 +148,9 @@ class MigPlacement(_Spec):
     gpu_instance: int
     compute_instance: int = 0
     compute_slices: int | None = None
+    #: The compute instance profile index (NVML_COMPUTE_INSTANCE_PROFILE_*) when it is not the standard one for
+    #: its slices, e.g. 8 (7_SLICE_NVL) on GB200 NVL racks.
+    compute_profile: int | None = None
 
 
 class MigLayout(_Spec):
