@@ -3,8 +3,8 @@
 The GPU operator's containers do not have the driver in their own image: the driver lives on the host or in
 the driver container, and is mounted at a driver root (`/driver-root` in the device plugin, `/run/nvidia/driver`
 for the containerised driver, `/host` for the host's root). Like the device plugin we look for the library under
-each root in the usual library directories - following symlinks *inside* that root - and load the first one
-that loads. If none does, pynvml falls back to the normal dynamic loader (LD_LIBRARY_PATH, ld.so.cache).
+each root in the usual library directories and then where that root's own `ld.so.cache` says its loader finds
+it - following symlinks *inside* that root - and load the first one that loads. If none does, pynvml falls back to the normal dynamic loader (LD_LIBRARY_PATH, ld.so.cache).
 
 pynvml loads its library only when `pynvml.nvmlLib` is None, so assigning it before `nvmlInit` selects ours.
 """
@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 
 import pynvml
+
+from gpu_operator.agents.nvml.ld_cache import cached_paths
 
 __all__ = [
     "LIBRARY_NAME",
@@ -84,11 +86,19 @@ def resolve_in_root(root: str, path: str) -> str | None:
 
 
 def candidate_libraries(roots: Iterable[str]) -> Iterator[str]:
-    """Existing library files under the roots, symlinks resolved within each root, in search order."""
+    """Existing library files under the roots, symlinks resolved within each root, in search order.
+
+    Per root: the usual library directories, then whatever that root's own `ld.so.cache` lists (a host driver
+    installed elsewhere and registered with ldconfig, found as the host's loader finds it).
+    """
     for root in roots:
-        for directory in LIBRARY_DIRS:
-            resolved = resolve_in_root(root, str(PurePosixPath(root) / directory / LIBRARY_NAME))
-            if resolved is not None:
+        seen: set[str] = set()
+        listed = [str(PurePosixPath(root) / directory / LIBRARY_NAME) for directory in LIBRARY_DIRS]
+        listed += [str(PurePosixPath(root) / path.lstrip("/")) for path in cached_paths(root, LIBRARY_NAME)]
+        for path in listed:
+            resolved = resolve_in_root(root, path)
+            if resolved is not None and resolved not in seen:
+                seen.add(resolved)
                 yield resolved
 
 
