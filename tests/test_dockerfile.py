@@ -201,7 +201,7 @@ def test_oci_labels() -> None:
     assert labels["org.opencontainers.image.version"] == "${VERSION}"
     assert labels["org.opencontainers.image.revision"] == "${REVISION}"
     assert labels["org.opencontainers.image.base.name"] == f"docker.io/library/{final().image}"
-    license_text = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["license"]["text"]
+    license_text = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["license"]
     assert labels["org.opencontainers.image.licenses"] == license_text
 
 
