@@ -18,6 +18,7 @@ from unittest import mock
 import pynvml
 import pytest
 
+from gpu_operator.agents.metrics_exporter.entities import gpu_instance_profile
 from gpu_operator.agents.nvml import open_nvml
 from gpu_operator.agents.nvml.loader import release_pynvml
 
@@ -142,3 +143,55 @@ def test_field_values_through_the_real_wrappers(install: Callable[[StubLibrary],
     assert sample.total_energy_mj == 123_456_789_012
     assert sample.gpu_temp_c == 41
     assert sample.pcie_replay_count is None
+
+
+MIG_HANDLE = 0x6000
+
+
+def _mig_functions() -> dict[str, Callable[..., int]]:
+    """One A100 80GB in MIG mode with one 1g.10gb device, to a process without the MIG monitor capability."""
+
+    def mig_mode(handle: Any, current: Any, pending: Any) -> int:
+        _write(current, 1)
+        _write(pending, 1)
+        return pynvml.NVML_SUCCESS
+
+    def memory_v2(handle: Any, ref: Any) -> int:
+        ref._obj.total, ref._obj.used, ref._obj.free = 81920 << 20, 0, 81920 << 20
+        return pynvml.NVML_SUCCESS
+
+    def mig_handle(handle: Any, index: Any, ref: Any) -> int:
+        if index.value != 0:
+            return pynvml.NVML_ERROR_NOT_FOUND
+        pointer = ctypes.c_void_p(MIG_HANDLE)
+        ctypes.memmove(ctypes.addressof(ref._obj), ctypes.addressof(pointer), ctypes.sizeof(pointer))
+        return pynvml.NVML_SUCCESS
+
+    def attributes(handle: Any, ref: Any) -> int:
+        raw = ref._obj
+        raw.multiprocessorCount, raw.gpuInstanceSliceCount, raw.computeInstanceSliceCount = 14, 1, 1
+        raw.memorySizeMB = 9728
+        return pynvml.NVML_SUCCESS
+
+    return {
+        "nvmlDeviceGetMigMode": mig_mode,
+        "nvmlDeviceGetMemoryInfo_v2": memory_v2,
+        "nvmlDeviceGetMaxMigDeviceCount": lambda handle, ref: _write(ref, 7) or pynvml.NVML_SUCCESS,
+        "nvmlDeviceGetMigDeviceHandleByIndex": mig_handle,
+        "nvmlDeviceGetGpuInstanceId": lambda handle, ref: _write(ref, 7) or pynvml.NVML_SUCCESS,
+        "nvmlDeviceGetComputeInstanceId": lambda handle, ref: _write(ref, 0) or pynvml.NVML_SUCCESS,
+        "nvmlDeviceGetAttributes_v2": attributes,
+        "nvmlDeviceGetGpuInstanceProfileInfoV": lambda *args: pynvml.NVML_ERROR_NO_PERMISSION,
+        "nvmlDeviceGetGpuInstanceProfileInfo": lambda *args: pynvml.NVML_ERROR_NO_PERMISSION,
+        "nvmlDeviceGetGpuInstanceById": lambda *args: pynvml.NVML_ERROR_NO_PERMISSION,
+    }
+
+
+def test_mig_instance_queries_refused_leave_the_mig_device_readable(install: Callable[[StubLibrary], Any]) -> None:
+    (gpu,) = install(StubLibrary(pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, _mig_functions())).devices()
+    assert gpu.mig_mode is not None and gpu.mig_mode.current
+    (device,) = gpu.mig_devices
+    assert (device.gpu_instance_id, device.compute_instance_id) == (7, 0)
+    assert device.attributes is not None and device.attributes.memory_mib == 9728
+    assert device.profile is None  # go-nvlib's name needs the refused profile lookups
+    assert gpu_instance_profile(device) == "1g.10gb"  # the exporter names it from the attributes
