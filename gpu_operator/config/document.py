@@ -11,6 +11,7 @@ configs: {...}                 # contents of the ConfigMaps that `operator` name
 aks: {...}                     # the AKS cluster the GPU pools join (existing, or created by the stack)
 pools: [...]                   # AKS GPU node pools; their taints, OS images and GPUs flow into the sections above
 network: {...}                 # NVIDIA's Network Operator: RDMA for InfiniBand pools (on by default with them)
+monitoring: {...}              # GPU alerts and recording rules (PrometheusRule) and their thresholds
 ```
 
 With pools, the config the operands are rendered from is the *effective* one (`gpu_operator.config.effective`):
@@ -34,6 +35,7 @@ from gpu_operator.config.dcgm_metrics import check_metrics_csv
 from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.mig_parted import MigPartedConfig
+from gpu_operator.config.monitoring import MonitoringSpec
 from gpu_operator.config.network import NetworkSpec
 from gpu_operator.config.pools import GpuPool
 
@@ -167,6 +169,7 @@ class GpuStackConfig(ConfigModel):
     aks: AksSpec | None = None
     pools: tuple[GpuPool, ...] = ()
     network: NetworkSpec = NetworkSpec()
+    monitoring: MonitoringSpec = MonitoringSpec()
 
     def pool(self, name: str) -> GpuPool:
         """The pool called `name`; KeyError when there is none."""

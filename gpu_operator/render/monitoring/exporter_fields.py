@@ -1,0 +1,49 @@
+"""The metrics the configured exporters emit: what every rule and panel may name.
+
+The metrics exporter emits the fields of its collectors CSV (`configs.dcgmExporter` when set, else the default
+selection that dcgm-exporter's `default-counters.csv` and this package's exporter share); `label`-type fields
+become labels, not series. The node status exporter emits its `gpu_operator_node_*` gauges when enabled, and
+Prometheus itself adds `up` for every target.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from gpu_operator.config.dcgm_metrics import parse_metrics_csv
+from gpu_operator.config.document import GpuStackConfig
+
+__all__ = ["NODE_STATUS_METRICS", "PROMETHEUS_METRICS", "default_counters_csv", "emitted_metrics"]
+
+#: The node status exporter's gauges (NVIDIA's names, which ours keeps).
+NODE_STATUS_METRICS = frozenset(
+    {
+        "gpu_operator_node_metrics_ready_ts_seconds",
+        "gpu_operator_node_driver_ready",
+        "gpu_operator_node_toolkit_ready",
+        "gpu_operator_node_plugin_ready",
+        "gpu_operator_node_cuda_ready",
+        "gpu_operator_node_driver_validation",
+        "gpu_operator_node_driver_validation_last_success_ts_seconds",
+        "gpu_operator_node_device_plugin_devices_total",
+        "gpu_operator_node_device_plugin_validation_last_success_ts_seconds",
+    }
+)
+
+#: Series Prometheus writes for each scrape target.
+PROMETHEUS_METRICS = frozenset({"up"})
+
+
+def default_counters_csv() -> str:
+    """The exporter's default collectors CSV, as shipped with the metrics exporter."""
+    package = resources.files("gpu_operator.agents.metrics_exporter")
+    return package.joinpath("default-counters.csv").read_text(encoding="utf-8")
+
+
+def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
+    """Every metric name Prometheus will hold for this config's exporters."""
+    csv_text = config.configs.dcgm_exporter or default_counters_csv()
+    fields = {field.field for field in parse_metrics_csv(csv_text) if field.kind != "label"}
+    if config.operator.node_status_exporter.enabled:
+        fields |= NODE_STATUS_METRICS
+    return frozenset(fields | PROMETHEUS_METRICS)

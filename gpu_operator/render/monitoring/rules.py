@@ -1,0 +1,262 @@
+"""The GPU fleet's PrometheusRule: alerts a GPU SRE acts on, and recording rules for utilisation.
+
+The metrics each rule reads are found by parsing its PromQL; an alert whose metrics the configured exporters do
+not emit (ECC double-bit errors and pending row remaps are not in the default collectors, the node-status gauges
+need the node status exporter) is left out rather than rendered silent. Every alert carries `summary`, `description` and a
+`runbook` annotation saying what to check next. Series labels are the metrics exporter's (`hostname`, `gpu`,
+`UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's ServiceMonitor keeps
+`honorLabels: false`, so Prometheus's own target labels win.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.monitoring import AlertThresholds
+from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
+from gpu_operator.render.monitoring.promql import metric_names
+
+__all__ = ["RULE_NAME", "Alert", "Recording", "alerts", "recordings", "render_prometheus_rule"]
+
+RULE_NAME = "gpu-operator-alerts"
+_GPU = "hostname, gpu, UUID"
+_XID_HARDWARE = (48, 63, 64, 74, 79, 94, 95)
+_XID_APPLICATION = (13, 31, 43)
+_THRESHOLD = re.compile(r"\{t\.([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alerting rule; `expr` and `for_` are `str.format` templates over the thresholds."""
+
+    name: str
+    expr: str
+    for_: str
+    severity: str
+    summary: str
+    description: str
+    runbook: str
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One recording rule."""
+
+    record: str
+    expr: str
+
+
+def _xid(codes: tuple[int, ...]) -> str:
+    return "|".join(str(code) for code in codes)
+
+
+ALERTS: tuple[Alert, ...] = (
+    Alert(
+        "GpuXidHardwareError",
+        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{_xid(_XID_HARDWARE)}"}}) > 0',
+        "0m",
+        "critical",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} reported hardware XID {{ $labels.err_code }}",
+        "XID {{ $labels.err_code }} (GPU {{ $labels.UUID }}) is a hardware or driver fault class: the GPU may have "
+        "fallen off the bus, hit an uncorrectable memory error or an NVLink error.",
+        "Cordon the node; read `dmesg | grep -i xid` on it; drain and reset the GPU (nvidia-smi -r) or reboot; "
+        "if it recurs after a reset, open a hardware ticket with the GPU's serial number.",
+    ),
+    Alert(
+        "GpuXidApplicationError",
+        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{_xid(_XID_APPLICATION)}"}}) > 0',
+        "0m",
+        "warning",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} reported application XID {{ $labels.err_code }}",
+        "XID {{ $labels.err_code }} is usually a fault in the workload (illegal memory access, MMU fault, "
+        "software-induced stop), not in the GPU.",
+        "Find the pod that ran on this GPU at the time and read its logs; rerun it with "
+        "CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer. Escalate only if several workloads fail on this GPU alone.",
+    ),
+    Alert(
+        "GpuTemperatureHigh",
+        "max by (" + _GPU + ") (DCGM_FI_DEV_GPU_TEMP) > {t.gpu_temperature_celsius}",
+        "{t.temperature_for}",
+        "warning",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} is at {{ $value }} °C",
+        "The GPU has stayed above {t.gpu_temperature_celsius} °C; it will throttle its clocks.",
+        "Check the node's fans and airflow and the VM host's health events; compare with the other GPUs of the "
+        "node; if only this GPU is hot, open a hardware ticket.",
+    ),
+    Alert(
+        "GpuMemoryTemperatureHigh",
+        "max by (" + _GPU + ") (DCGM_FI_DEV_MEMORY_TEMP) > {t.memory_temperature_celsius}",
+        "{t.temperature_for}",
+        "warning",
+        "GPU memory on {{ $labels.hostname }} GPU {{ $labels.gpu }} is at {{ $value }} °C",
+        "The GPU's memory has stayed above {t.memory_temperature_celsius} °C; memory errors become likely.",
+        "Check cooling as for GpuTemperatureHigh and watch DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS for growth.",
+    ),
+    Alert(
+        "GpuFramebufferFull",
+        "max by (" + _GPU + ") (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) "
+        "> {t.framebuffer_used_ratio}",
+        "{t.framebuffer_for}",
+        "info",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} framebuffer is {{ $value | humanizePercentage }} used",
+        "The framebuffer has stayed above {t.framebuffer_used_ratio} used; the next allocation may fail with OOM.",
+        "Find the pod on this GPU; check for a leak (growing usage) or a batch size too large for the GPU.",
+    ),
+    Alert(
+        "GpuRowRemapFailed",
+        "max by (" + _GPU + ") (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+        "0m",
+        "critical",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} failed to remap a memory row",
+        "The GPU has no spare rows left for an uncorrectable memory error: it must be replaced.",
+        "Cordon and drain the node, then open a hardware ticket naming the GPU's UUID.",
+    ),
+    Alert(
+        "GpuRowRemapPending",
+        "max by (" + _GPU + ") (DCGM_FI_DEV_ROW_REMAP_PENDING) > 0",
+        "0m",
+        "warning",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} has a row remap pending",
+        "A memory row remap takes effect only after the GPU is reset.",
+        "Drain the node and reset the GPU (or reboot the node) at the next maintenance window.",
+    ),
+    Alert(
+        "GpuEccDoubleBitErrors",
+        "max by (" + _GPU + ") (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
+        "0m",
+        "critical",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} had double-bit ECC errors",
+        "Uncorrectable (double-bit) ECC errors crash the workload that touched the memory.",
+        "Check for a pending row remap; drain and reset the GPU; if errors recur, open a hardware ticket.",
+    ),
+    Alert(
+        "GpuPcieReplaysGrowing",
+        "max by (" + _GPU + ") (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[1h])) > {t.pcie_replays_per_hour}",
+        "0m",
+        "warning",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} is replaying PCIe packets",
+        "More than {t.pcie_replays_per_hour} PCIe replays in an hour point at a bad link, riser or slot.",
+        "Check `nvidia-smi -q | grep -i -A3 replay` and the link width/speed (`lspci -vv`); report the host.",
+    ),
+    Alert(
+        "GpuMetricsExporterDown",
+        'up{job="nvidia-dcgm-exporter"} == 0',
+        "{t.exporter_down_for}",
+        "warning",
+        "GPU metrics exporter {{ $labels.pod }} is not scraped",
+        "Prometheus cannot scrape the GPU metrics exporter: GPU alerts for its node are blind.",
+        "`kubectl -n {{ $labels.namespace }} describe pod {{ $labels.pod }}`: look for OOMKilled or "
+        "CrashLoopBackOff, then the container's logs.",
+    ),
+    Alert(
+        "GpuLost",
+        "count by (hostname) (DCGM_FI_DEV_GPU_TEMP offset 30m) > count by (hostname) (DCGM_FI_DEV_GPU_TEMP)"
+        " or (count by (hostname) (DCGM_FI_DEV_GPU_TEMP offset 30m)"
+        " unless count by (hostname) (DCGM_FI_DEV_GPU_TEMP))",
+        "5m",
+        "critical",
+        "{{ $labels.hostname }} reports fewer GPUs than 30 minutes ago",
+        "A GPU stopped reporting metrics: it fell off the bus, or the exporter lost it.",
+        "Run `nvidia-smi` on the node; read `dmesg` for XID 79 or 'fallen off the bus'; drain and reboot.",
+    ),
+    *(
+        Alert(
+            f"GpuNode{title}NotReady",
+            f"{metric} == 0",
+            "{t.node_not_ready_for}",
+            "warning",
+            f"{title} is not ready on {{{{ $labels.instance }}}}",
+            f"The node status exporter reports the {what} barrier closed.",
+            f"Read the {what} pod's logs on the node and the nvidia-operator-validator's init containers.",
+        )
+        for title, metric, what in (
+            ("Driver", "gpu_operator_node_driver_ready", "driver"),
+            ("Toolkit", "gpu_operator_node_toolkit_ready", "container toolkit"),
+            ("Plugin", "gpu_operator_node_plugin_ready", "device plugin"),
+            ("Cuda", "gpu_operator_node_cuda_ready", "CUDA"),
+        )
+    ),
+    Alert(
+        "GpuDevicePluginNoDevices",
+        "gpu_operator_node_device_plugin_devices_total == 0",
+        "{t.node_not_ready_for}",
+        "critical",
+        "The device plugin on {{ $labels.instance }} advertises 0 GPUs",
+        "Pods requesting nvidia.com/gpu cannot be scheduled on this node.",
+        "Read the nvidia-device-plugin pod's logs; check the driver with `nvidia-smi`; check MIG strategy labels.",
+    ),
+)
+
+RECORDINGS: tuple[Recording, ...] = (
+    Recording("hostname:gpu_utilization:avg", "avg by (hostname) (DCGM_FI_DEV_GPU_UTIL)"),
+    Recording(
+        "namespace:gpu_utilization:avg",
+        'avg by (exported_namespace) (DCGM_FI_DEV_GPU_UTIL{exported_namespace!=""})',
+    ),
+    Recording(
+        "pod:gpu_utilization:avg",
+        'avg by (exported_namespace, exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_pod!=""})',
+    ),
+    Recording(
+        "hostname:gpu_allocated_idle:count",
+        'count by (hostname) (max_over_time(DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}[30m]) == 0)',
+    ),
+)
+
+
+def _format(template: str, thresholds: AlertThresholds) -> str:
+    # Templates also hold PromQL selectors and Prometheus's `{{ $labels.x }}`: fill in only `{t.<threshold>}`.
+    return _THRESHOLD.sub(lambda match: str(getattr(thresholds, match.group(1))), template)
+
+
+def alerts(config: GpuStackConfig) -> list[Alert]:
+    """The alerts whose metrics this config's exporters emit."""
+    emitted = emitted_metrics(config)
+    thresholds = config.monitoring.thresholds
+    return [alert for alert in ALERTS if metric_names(_format(alert.expr, thresholds)) <= emitted]
+
+
+def recordings(config: GpuStackConfig) -> list[Recording]:
+    """The recording rules whose metrics this config's exporters emit."""
+    emitted = emitted_metrics(config)
+    return [rule for rule in RECORDINGS if metric_names(rule.expr) <= emitted]
+
+
+def _alert_rule(alert: Alert, thresholds: AlertThresholds) -> dict[str, Any]:
+    rule: dict[str, Any] = {"alert": alert.name, "expr": _format(alert.expr, thresholds)}
+    duration = _format(alert.for_, thresholds)
+    if duration != "0m":
+        rule["for"] = duration
+    rule["labels"] = {"severity": alert.severity}
+    rule["annotations"] = {
+        "summary": _format(alert.summary, thresholds),
+        "description": _format(alert.description, thresholds),
+        "runbook": _format(alert.runbook, thresholds),
+    }
+    return rule
+
+
+def render_prometheus_rule(config: GpuStackConfig) -> dict[str, Any]:
+    """The PrometheusRule object (monitoring.coreos.com/v1) in the operator's namespace."""
+    thresholds = config.monitoring.thresholds
+    metadata: dict[str, Any] = {
+        "name": RULE_NAME,
+        "namespace": config.namespace,
+        "labels": {"app.kubernetes.io/part-of": "gpu-operator", **config.monitoring.rule_labels},
+    }
+    groups: list[dict[str, Any]] = [
+        {"name": "gpu-operator.alerts", "rules": [_alert_rule(alert, thresholds) for alert in alerts(config)]},
+        {
+            "name": "gpu-operator.recording",
+            "rules": [{"record": rule.record, "expr": rule.expr} for rule in recordings(config)],
+        },
+    ]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": metadata,
+        "spec": {"groups": [group for group in groups if group["rules"]]},
+    }
