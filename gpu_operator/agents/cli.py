@@ -17,6 +17,7 @@ __all__ = ["AGENTS", "main"]
 AGENTS: dict[str, str] = {
     "device-plugin": "gpu_operator.agents.device_plugin.command",
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
+    "mig-manager": "gpu_operator.agents.mig_manager.command",
     "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
     "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
     "validator": "gpu_operator.agents.validator.command",

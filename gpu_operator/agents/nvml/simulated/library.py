@@ -25,10 +25,11 @@ from gpu_operator.agents.nvml.simulated.event_calls import EventCalls
 from gpu_operator.agents.nvml.simulated.gpm_calls import GpmCalls
 from gpu_operator.agents.nvml.simulated.licensing_calls import LicensingCalls
 from gpu_operator.agents.nvml.simulated.mig_calls import MigCalls
+from gpu_operator.agents.nvml.simulated.mig_write_calls import MigWriteCalls
 from gpu_operator.agents.nvml.simulated.telemetry_calls import TelemetryCalls
 
 __all__ = ["SimulatedLibrary", "MIG_UUID_NAMESPACE", "mig_uuid"]
 
 
-class SimulatedLibrary(DeviceCalls, MigCalls, TelemetryCalls, EventCalls, GpmCalls, LicensingCalls):
+class SimulatedLibrary(DeviceCalls, MigCalls, MigWriteCalls, TelemetryCalls, EventCalls, GpmCalls, LicensingCalls):
     """Every NVML call the adapter makes, for one simulated node (`SimulatedLibrary(profile, sleep=...)`)."""

@@ -1,0 +1,131 @@
+"""`gpu-operator-agent mig-manager`: NVIDIA's nvidia-mig-manager, driven by the node's `nvidia.com/mig.config`.
+
+Flags and environment are nvidia-mig-manager's: `--node-name`/`NODE_NAME`, `--config-file`/`CONFIG_FILE`
+(falling back to a config generated from the GPUs, written to `--generated-config-file`, and then to
+`DEFAULT_CONFIG_FILE` for GPUs it cannot describe), `POD_NAMESPACE` for the operand pods, `GPU_CLIENTS_FILE`,
+plus `--nvml` and `--poll-interval`. It waits for the driver validation's `driver-ready` file, applies the label
+found at start, then polls the node and applies each new non-empty value. `WITH_REBOOT` and
+`WITH_SHUTDOWN_HOST_GPU_CLIENTS` set to true are refused at start: this agent neither reboots the host nor
+stops host services, and says so rather than ignoring the setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gpu_operator.agents.kube.client import KubeClient
+from gpu_operator.agents.kube.errors import KubeError
+from gpu_operator.agents.kube.resources import NODES
+from gpu_operator.agents.mig_manager.config import MigConfigError, load_config, parse_config
+from gpu_operator.agents.mig_manager.generated import generated_config
+from gpu_operator.agents.mig_manager.hardware import MigHardware
+from gpu_operator.agents.mig_manager.reconfigure import CONFIG_LABEL, Reconfigurer, Settings
+from gpu_operator.agents.nvml.selection import open_nvml
+from gpu_operator.agents.nvml.underlying import library_of
+from gpu_operator.config.mig_parted import MigPartedConfig
+from gpu_operator.mig import to_yaml
+
+__all__ = ["build_parser", "main"]
+
+PROGRAM = "gpu-operator-agent mig-manager"
+_log = logging.getLogger(__name__)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Apply the MIG layout nvidia.com/mig.config names.")
+    parser.add_argument("--node-name", help="this node (env NODE_NAME)")
+    parser.add_argument("--namespace", help="namespace of the operand pods (env POD_NAMESPACE)")
+    parser.add_argument("--config-file", help="mig-parted config file (env CONFIG_FILE)")
+    parser.add_argument("--default-config-file", help="fallback config file (env DEFAULT_CONFIG_FILE)")
+    parser.add_argument(
+        "--generated-config-file",
+        default="/etc/nvidia-mig-manager/generated-config.yaml",
+        help="where the config generated from the GPUs is written",
+    )
+    parser.add_argument("--validations-dir", default="/run/nvidia/validations", help="driver-ready directory")
+    parser.add_argument("--nvml", default="auto", help="auto, or fake:<profile> for a simulated node")
+    parser.add_argument("--poll-interval", type=float, default=5.0, help="seconds between reads of the node")
+    parser.add_argument("--once", action="store_true", help="apply the current label and exit")
+    return parser
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise MigConfigError(f"{name}={env[name]!r}: expected true or false")
+
+
+def _config(args: argparse.Namespace, env: Mapping[str, str], hardware: MigHardware) -> MigPartedConfig:
+    path = args.config_file or env.get("CONFIG_FILE")
+    if path:
+        return load_config(path)
+    document = generated_config(hardware)
+    fallback = args.default_config_file or env.get("DEFAULT_CONFIG_FILE")
+    if fallback:
+        for name, layouts in load_config(fallback).to_document()["mig-configs"].items():
+            document["mig-configs"].setdefault(name, layouts)
+    text = to_yaml(document)
+    try:
+        Path(args.generated_config_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.generated_config_file).write_text(text)
+    except OSError as error:
+        _log.warning("could not write %s: %s", args.generated_config_file, error.strerror)
+    return parse_config(text, "generated config")
+
+
+def main(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, *, kube: KubeClient | None = None
+) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    env = dict(os.environ if environ is None else environ)
+    args = build_parser().parse_args(argv)
+    node = args.node_name or env.get("NODE_NAME")
+    namespace = args.namespace or env.get("POD_NAMESPACE")
+    try:
+        if not node:
+            raise MigConfigError("the node is unknown: set NODE_NAME (the pod's spec.nodeName) or --node-name")
+        if not namespace:
+            raise MigConfigError("the operand namespace is unknown: set POD_NAMESPACE or --namespace")
+        for unsupported in ("WITH_REBOOT", "WITH_SHUTDOWN_HOST_GPU_CLIENTS"):
+            if _flag(env, unsupported):
+                raise MigConfigError(f"{unsupported}=true is not supported by this agent; set it to false")
+        ready = Path(args.validations_dir) / "driver-ready"
+        if args.nvml == "auto":
+            while not ready.exists():
+                _log.info("waiting for %s", ready)
+                time.sleep(args.poll_interval)
+        library = library_of(open_nvml(args.nvml, environ=env))
+        if library is None:
+            raise MigConfigError("no NVML library on this node")
+        hardware = MigHardware(library)
+        config = _config(args, env, hardware)
+    except (MigConfigError, ValueError) as error:
+        sys.stderr.write(f"{PROGRAM}: {error}\n")
+        return 2
+    client = kube or KubeClient.from_environment(env)
+    reconfigurer = Reconfigurer(client, hardware, config, Settings(node, namespace))
+    applied: str | None = None
+    while True:
+        try:
+            labels = (client.get(NODES, node).get("metadata") or {}).get("labels") or {}
+            wanted = labels.get(CONFIG_LABEL, "")
+            if wanted and wanted != applied:
+                _log.info("%s=%s", CONFIG_LABEL, wanted)
+                reconfigurer.reconfigure(wanted)
+                applied = wanted
+        except KubeError as error:
+            _log.warning("node %s: %s", node, error)
+        if args.once:
+            return 0
+        time.sleep(args.poll_interval)

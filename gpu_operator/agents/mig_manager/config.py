@@ -1,0 +1,72 @@
+"""Loading a mig-parted config file and resolving a named config to a layout per GPU.
+
+A bad file (not YAML, an unknown `version`, a malformed profile) is a `MigConfigError` naming the field; a
+config name the file lacks, or a profile a GPU does not offer, is found when the config is selected for the
+node's GPUs. When several layouts of a config match a GPU, the last one wins, as mig-parted applies them in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from gpu_operator.config.mig_parted import MigPartedConfig
+from gpu_operator.mig.matching import normal_pci_id
+
+__all__ = ["GpuLayout", "MigConfigError", "load_config", "parse_config", "select"]
+
+
+class MigConfigError(ValueError):
+    """A mig-parted config file or config name that cannot be applied."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLayout:
+    enabled: bool
+    devices: dict[str, int]
+
+
+def parse_config(text: str, source: str) -> MigPartedConfig:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise MigConfigError(f"{source}: not valid YAML: {error}") from error
+    if not isinstance(document, dict):
+        raise MigConfigError(f"{source}: expected a mapping with 'version: v1' and 'mig-configs'")
+    try:
+        return MigPartedConfig.model_validate(document)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
+        )
+        raise MigConfigError(f"{source}: {problems} (see the mig-parted v1 config format)") from None
+
+
+def load_config(path: str | Path) -> MigPartedConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise MigConfigError(f"cannot read MIG config file {path}: {error.strerror}") from None
+    return parse_config(text, str(path))
+
+
+def select(config: MigPartedConfig, name: str, gpus: list[tuple[int, str]]) -> dict[int, GpuLayout]:
+    """The layout of config `name` for each (index, PCI id) it covers."""
+    layouts = config.mig_configs.get(name)
+    if layouts is None:
+        raise MigConfigError(f"no MIG config named {name!r} (the file defines {', '.join(config.mig_configs)})")
+    chosen: dict[int, GpuLayout] = {}
+    for layout in layouts:
+        ids = layout.device_filter
+        wanted = None if ids is None else {normal_pci_id(i) for i in ((ids,) if isinstance(ids, str) else ids)}
+        for index, pci_id in gpus:
+            if wanted is not None and normal_pci_id(pci_id) not in wanted:
+                continue
+            if layout.devices != "all" and index not in layout.devices:
+                continue
+            devices = {k: v for k, v in layout.mig_devices.items() if v} if layout.mig_enabled else {}
+            chosen[index] = GpuLayout(layout.mig_enabled, devices)
+    return chosen

@@ -1,0 +1,156 @@
+"""The node's MIG state read and written through NVML, in mig-parted's terms.
+
+A GPU's MIG state is its mode and a count of GPU instances per profile (`{"1g.10gb": 7}`), each with one
+full-size compute instance. Profiles are resolved by asking the GPU for each profile *index*
+(`nvmlDeviceGetGpuInstanceProfileInfo`), whose answer carries the profile *id* the create and list calls take
+and the name (`MIG 1g.10gb`). Clearing destroys every compute instance and then every GPU instance; creating
+places the largest instances first, so smaller ones fill the gaps they leave.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml
+
+__all__ = ["GpuMigState", "MigHardware", "MigHardwareError", "ProfileInfo"]
+
+#: GPU instance profile indices NVML defines (`NVML_GPU_INSTANCE_PROFILE_COUNT`).
+_GI_PROFILE_COUNT = 0x12
+#: Compute instance profile indices (`NVML_COMPUTE_INSTANCE_PROFILE_COUNT`).
+_CI_PROFILE_COUNT = 0x9
+#: GPU instance slices -> the full-size compute instance profile index.
+_FULL_COMPUTE_PROFILE = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 7, 6: 6}
+#: Answers meaning "this profile index does not exist here".
+_ABSENT = (pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_INVALID_ARGUMENT, pynvml.NVML_ERROR_NOT_FOUND)
+
+
+class MigHardwareError(RuntimeError):
+    """A MIG change the GPU refused or cannot hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileInfo:
+    name: str
+    id: int
+    slices: int
+    instances: int
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMigState:
+    """One GPU: index, PCI id (`0x20B210DE`), MIG capability, mode and instances per profile."""
+
+    index: int
+    pci_id: str
+    capable: bool
+    enabled: bool
+    devices: dict[str, int] = field(default_factory=dict)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class MigHardware:
+    """MIG reads and writes on the GPUs of one NVML library (pynvml or the simulated library)."""
+
+    def __init__(self, library: Any) -> None:
+        self._lib = library
+
+    def _handle(self, index: int) -> Any:
+        return self._lib.nvmlDeviceGetHandleByIndex(index)
+
+    def profiles(self, index: int) -> dict[str, ProfileInfo]:
+        """The GPU instance profiles this GPU offers, by go-nvlib name."""
+        handle = self._handle(index)
+        found: dict[str, ProfileInfo] = {}
+        for profile_index in range(_GI_PROFILE_COUNT):
+            try:
+                info = self._lib.nvmlDeviceGetGpuInstanceProfileInfo(handle, profile_index)
+            except pynvml.NVMLError as error:
+                if error.value in _ABSENT:
+                    continue
+                raise
+            name = _text(info.name).removeprefix("MIG ")
+            found[name] = ProfileInfo(name, info.id, info.sliceCount, info.instanceCount)
+        return found
+
+    def gpus(self) -> list[GpuMigState]:
+        states = []
+        for index in range(self._lib.nvmlDeviceGetCount()):
+            handle = self._handle(index)
+            pci = self._lib.nvmlDeviceGetPciInfo(handle)
+            pci_id = f"0x{pci.pciDeviceId:08X}"
+            try:
+                current, _ = self._lib.nvmlDeviceGetMigMode(handle)
+            except pynvml.NVMLError as error:
+                if error.value != pynvml.NVML_ERROR_NOT_SUPPORTED:
+                    raise
+                states.append(GpuMigState(index, pci_id, capable=False, enabled=False))
+                continue
+            devices: Counter[str] = Counter()
+            if current:
+                for profile in self.profiles(index).values():
+                    devices[profile.name] += len(self._lib.nvmlDeviceGetGpuInstances(handle, profile.id))
+            states.append(GpuMigState(index, pci_id, True, bool(current), {k: v for k, v in devices.items() if v}))
+        return states
+
+    def clear(self, index: int) -> None:
+        """Destroy every compute instance, then every GPU instance, of a MIG-enabled GPU."""
+        handle = self._handle(index)
+        for profile in self.profiles(index).values():
+            for gpu_instance in self._lib.nvmlDeviceGetGpuInstances(handle, profile.id):
+                for ci_profile in range(_CI_PROFILE_COUNT):
+                    try:
+                        compute_instances = self._lib.nvmlGpuInstanceGetComputeInstances(gpu_instance, ci_profile)
+                    except pynvml.NVMLError as error:
+                        if error.value in _ABSENT:
+                            continue
+                        raise
+                    for compute_instance in compute_instances:
+                        self._lib.nvmlComputeInstanceDestroy(compute_instance)
+                self._lib.nvmlGpuInstanceDestroy(gpu_instance)
+
+    def set_mode(self, index: int, enabled: bool) -> None:
+        """Set the MIG mode; a mode that stays pending (GPU reset needed) is an error."""
+        handle = self._handle(index)
+        mode = pynvml.NVML_DEVICE_MIG_ENABLE if enabled else pynvml.NVML_DEVICE_MIG_DISABLE
+        self._lib.nvmlDeviceSetMigMode(handle, mode)
+        current, pending = self._lib.nvmlDeviceGetMigMode(handle)
+        if current != pending:
+            raise MigHardwareError(f"GPU {index}: MIG mode change is pending a GPU reset")
+
+    def create(self, index: int, devices: dict[str, int]) -> None:
+        """Create the GPU instances (each with a full compute instance).
+
+        NVML places each new instance itself, so the order of creation decides whether a mix fits: orders are
+        tried largest first, then every other permutation, clearing the GPU between tries, as mig-parted does.
+        """
+        handle = self._handle(index)
+        offered = self.profiles(index)
+        unknown = sorted(set(devices) - set(offered))
+        if unknown:
+            raise MigHardwareError(f"GPU {index} has no MIG profile {', '.join(unknown)} (it offers {', '.join(offered)})")
+        wanted = sorted((n for n, count in devices.items() for _ in range(count)), key=lambda n: -offered[n].slices)
+        first_error: MigHardwareError | None = None
+        for order in dict.fromkeys(itertools.permutations(wanted)):
+            try:
+                for name in order:
+                    self._create_one(handle, index, offered[name])
+                return
+            except MigHardwareError as error:
+                first_error = first_error or error
+                self.clear(index)
+        if first_error is not None:
+            raise first_error
+
+    def _create_one(self, handle: Any, index: int, profile: ProfileInfo) -> None:
+        try:
+            gpu_instance = self._lib.nvmlDeviceCreateGpuInstance(handle, profile.id)
+            self._lib.nvmlGpuInstanceCreateComputeInstance(gpu_instance, _FULL_COMPUTE_PROFILE[profile.slices])
+        except pynvml.NVMLError as error:
+            raise MigHardwareError(f"GPU {index}: cannot create a {profile.name} instance: {error}") from error

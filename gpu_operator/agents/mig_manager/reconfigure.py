@@ -1,0 +1,235 @@
+"""One MIG reconfiguration of a node, driven by its `nvidia.com/mig.config` label.
+
+The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already match, `success`. Otherwise set
+`nvidia.com/mig.config.state=pending`, pause the GPU operands by setting their `nvidia.com/gpu.deploy.*` labels to
+`paused-for-mig-change` (labels that are `false` stay `false`; `gpu.deploy.client` only when present), wait for
+their pods to leave the node, delete the CUDA and device-plugin validator pods, then apply: destroy every
+compute and GPU instance, set the MIG mode, create the new instances. On success the operator validator pod is
+deleted (so it revalidates), the labels go back to `true` and the state to `success`. On any failure the previous
+layout is put back, the labels are restored and the state is `failed`, with the reason in the node's
+`nvidia.com/mig.config.state.reason` annotation (removed again by the next success).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pynvml
+
+from gpu_operator.agents.kube.client import KubeClient
+from gpu_operator.agents.kube.errors import KubeError, NotFound
+from gpu_operator.agents.kube.resources import NODES, PODS
+from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, select
+from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError
+from gpu_operator.config.mig_parted import MigPartedConfig
+
+__all__ = [
+    "CONFIG_LABEL",
+    "DEPLOY_LABELS",
+    "PAUSED",
+    "REASON_ANNOTATION",
+    "STATE_LABEL",
+    "Reconfigurer",
+    "Settings",
+]
+
+_log = logging.getLogger(__name__)
+
+CONFIG_LABEL = "nvidia.com/mig.config"
+STATE_LABEL = "nvidia.com/mig.config.state"
+REASON_ANNOTATION = "nvidia.com/mig.config.state.reason"
+PAUSED = "paused-for-mig-change"
+
+#: Operand deploy label -> the `app` label of the pods it controls (the client label selects DaemonSets itself).
+DEPLOY_LABELS: dict[str, str | None] = {
+    "nvidia.com/gpu.deploy.device-plugin": "nvidia-device-plugin-daemonset",
+    "nvidia.com/gpu.deploy.gpu-feature-discovery": "gpu-feature-discovery",
+    "nvidia.com/gpu.deploy.dcgm-exporter": "nvidia-dcgm-exporter",
+    "nvidia.com/gpu.deploy.dcgm": "nvidia-dcgm",
+    "nvidia.com/gpu.deploy.nvsm": None,
+    "nvidia.com/gpu.deploy.client": None,
+}
+#: Labels paused only when present on the node.
+_ONLY_IF_PRESENT = frozenset({"nvidia.com/gpu.deploy.client"})
+#: Validator pods deleted before the change, and the one deleted after it.
+_VALIDATORS_BEFORE = ("nvidia-cuda-validator", "nvidia-device-plugin-validator")
+_VALIDATOR_AFTER = "nvidia-operator-validator"
+
+
+class ReconfigureFailed(Exception):
+    """A step failed; the message is the reason put on the node."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    node: str
+    namespace: str
+    pod_timeout: float = 300.0
+    poll_interval: float = 2.0
+
+
+class Reconfigurer:
+    """Applies named MIG configs from one config file to the GPUs of one node."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        hardware: MigHardware,
+        config: MigPartedConfig,
+        settings: Settings,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._kube = kube
+        self._hardware = hardware
+        self._config = config
+        self._settings = settings
+        self._sleep = sleep
+        self._clock = clock
+
+    # -- the node ------------------------------------------------------------------------------------------
+
+    def _labels(self) -> dict[str, str]:
+        node = self._kube.get(NODES, self._settings.node)
+        return dict((node.get("metadata") or {}).get("labels") or {})
+
+    def _patch(self, labels: Mapping[str, str | None], annotations: Mapping[str, str | None] | None = None) -> None:
+        metadata: dict[str, object] = {"labels": dict(labels)}
+        if annotations is not None:
+            metadata["annotations"] = dict(annotations)
+        self._kube.patch(NODES, self._settings.node, {"metadata": metadata})
+
+    def _set_state(self, state: str, reason: str | None = None) -> None:
+        _log.info("%s=%s%s", STATE_LABEL, state, f" ({reason})" if reason else "")
+        self._patch({STATE_LABEL: state}, {REASON_ANNOTATION: reason})
+
+    # -- operands ------------------------------------------------------------------------------------------
+
+    def _pause(self, labels: Mapping[str, str]) -> dict[str, str]:
+        """Pause the operands; returns what each paused label is restored to."""
+        restore: dict[str, str] = {}
+        for label in DEPLOY_LABELS:
+            value = labels.get(label)
+            if value is None and label in _ONLY_IF_PRESENT:
+                continue
+            if value == "false":
+                continue
+            restore[label] = "true"
+        if restore:
+            self._patch({label: PAUSED for label in restore})
+        return restore
+
+    def _node_pods(self, selector: str) -> list[dict[str, object]]:
+        return self._kube.list(
+            PODS, self._settings.namespace, label_selector=selector, field_selector=f"spec.nodeName={self._settings.node}"
+        ).items
+
+    def _wait_for_operands(self, paused: Mapping[str, str]) -> None:
+        apps = [app for label, app in DEPLOY_LABELS.items() if app is not None and label in paused]
+        if not apps:
+            return
+        selector = f"app in ({','.join(apps)})"
+        deadline = self._clock() + self._settings.pod_timeout
+        while True:
+            remaining = [str((p.get("metadata") or {}).get("name")) for p in self._node_pods(selector)]  # type: ignore[union-attr]
+            if not remaining:
+                return
+            if self._clock() >= deadline:
+                raise ReconfigureFailed(
+                    f"operand pods still on the node after {self._settings.pod_timeout:g}s: {', '.join(sorted(remaining))}"
+                )
+            self._sleep(self._settings.poll_interval)
+
+    def _delete_pods(self, app: str) -> None:
+        for pod in self._node_pods(f"app={app}"):
+            try:
+                self._kube.delete(PODS, pod["metadata"]["name"], self._settings.namespace)  # type: ignore[index]
+            except NotFound:
+                pass
+
+    # -- the GPUs ------------------------------------------------------------------------------------------
+
+    def _plan(self, name: str, gpus: list[GpuMigState]) -> dict[int, GpuLayout]:
+        plan = select(self._config, name, [(g.index, g.pci_id) for g in gpus])
+        by_index = {g.index: g for g in gpus}
+        for index, layout in plan.items():
+            gpu = by_index[index]
+            if not gpu.capable and layout.enabled:
+                raise MigConfigError(f"config {name!r} enables MIG on GPU {index} ({gpu.pci_id}), which is not MIG-capable")
+            if layout.devices:
+                offered = self._hardware.profiles(index)
+                unknown = sorted(set(layout.devices) - set(offered))
+                if unknown:
+                    raise MigConfigError(
+                        f"config {name!r}: GPU {index} ({gpu.pci_id}) has no MIG profile {', '.join(unknown)}; "
+                        f"it offers {', '.join(offered)}"
+                    )
+        return {i: layout for i, layout in plan.items() if by_index[i].capable}
+
+    @staticmethod
+    def _matches(plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> bool:
+        by_index = {g.index: g for g in gpus}
+        return all(
+            by_index[i].enabled == layout.enabled and by_index[i].devices == layout.devices for i, layout in plan.items()
+        )
+
+    def _apply(self, plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> None:
+        by_index = {g.index: g for g in gpus}
+        for index, layout in sorted(plan.items()):
+            gpu = by_index[index]
+            if gpu.enabled:
+                self._hardware.clear(index)
+            if gpu.enabled != layout.enabled:
+                self._hardware.set_mode(index, layout.enabled)
+            if layout.enabled:
+                self._hardware.create(index, layout.devices)
+            by_index[index] = GpuMigState(index, gpu.pci_id, True, layout.enabled, {})
+
+    def _rollback(self, previous: list[GpuMigState]) -> None:
+        plan = {g.index: GpuLayout(g.enabled, g.devices) for g in previous if g.capable}
+        try:
+            self._apply(plan, self._hardware.gpus())
+        except (MigHardwareError, pynvml.NVMLError) as error:
+            _log.error("could not restore the previous MIG layout: %s", error)
+
+    # -- the whole sequence --------------------------------------------------------------------------------
+
+    def reconfigure(self, name: str) -> str:
+        """Apply config `name`; returns the final state (`success` or `failed`)."""
+        try:
+            gpus = self._hardware.gpus()
+            plan = self._plan(name, gpus)
+        except (MigConfigError, MigHardwareError, pynvml.NVMLError) as error:
+            self._set_state("failed", str(error))
+            return "failed"
+        if self._matches(plan, gpus):
+            self._set_state("success")
+            return "success"
+        self._set_state("pending")
+        paused: dict[str, str] = {}
+        try:
+            paused = self._pause(self._labels())
+            self._wait_for_operands(paused)
+            for app in _VALIDATORS_BEFORE:
+                self._delete_pods(app)
+            try:
+                self._apply(plan, gpus)
+            except (MigHardwareError, pynvml.NVMLError) as error:
+                self._rollback(gpus)
+                raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error
+            self._delete_pods(_VALIDATOR_AFTER)
+        except (ReconfigureFailed, KubeError) as error:
+            self._restore(paused)
+            self._set_state("failed", str(error))
+            return "failed"
+        self._restore(paused)
+        self._set_state("success")
+        return "success"
+
+    def _restore(self, paused: Mapping[str, str]) -> None:
+        if paused:
+            self._patch(dict(paused))
