@@ -18,9 +18,10 @@ from gpu_operator.agents.mig_manager.reconfigure import (
     Settings,
 )
 from gpu_operator.agents.nvml.simulated import SimulatedLibrary, load_profile
+from gpu_operator.mig import default_config, to_yaml
 from tests.agents.kube.fake_apiserver import FakeApiServer
+from tests.support.reference import reference_file
 
-REFERENCE_CONFIG = Path("/work/shared/reference/data/mig-parted/config-default.yaml")
 NODE = "gpu-node-0"
 NAMESPACE = "gpu-operator"
 DEPLOY = {
@@ -40,13 +41,21 @@ def server() -> Iterator[FakeApiServer]:
 
 
 @pytest.fixture
+def shipped_config(tmp_path: Path) -> Path:
+    """The default config the operator ships (`default-mig-parted-config`)."""
+    path = tmp_path / "config-default.yaml"
+    path.write_text(to_yaml(default_config()))
+    return path
+
+
+@pytest.fixture
 def library() -> SimulatedLibrary:
     lib = SimulatedLibrary(load_profile("a100-8x-mig"), sleep=lambda _: None)
     lib.nvmlInitWithFlags(0)
     return lib
 
 
-def _reconfigurer(server: FakeApiServer, library: SimulatedLibrary, config_path: Path = REFERENCE_CONFIG) -> Reconfigurer:
+def _reconfigurer(server: FakeApiServer, library: SimulatedLibrary, config_path: Path) -> Reconfigurer:
     return Reconfigurer(
         server.client(), MigHardware(library), load_config(config_path), Settings(NODE, NAMESPACE, poll_interval=0.01)
     )
@@ -69,8 +78,8 @@ def _node(server: FakeApiServer) -> dict:
     return node
 
 
-def test_sequence_of_layouts_with_labels(server: FakeApiServer, library: SimulatedLibrary) -> None:
-    manager = _reconfigurer(server, library)
+def test_sequence_of_layouts_with_labels(server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path) -> None:
+    manager = _reconfigurer(server, library, shipped_config)
     expected = {
         "all-disabled": (False, Counter()),
         "all-1g.10gb": (True, Counter({"1g.10gb": 7})),
@@ -94,8 +103,8 @@ def test_sequence_of_layouts_with_labels(server: FakeApiServer, library: Simulat
     ]
 
 
-def test_mig_devices_follow_the_layout(server: FakeApiServer, library: SimulatedLibrary) -> None:
-    assert _reconfigurer(server, library).reconfigure("all-balanced") == "success"
+def test_mig_devices_follow_the_layout(server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path) -> None:
+    assert _reconfigurer(server, library, shipped_config).reconfigure("all-balanced") == "success"
     hardware = MigHardware(library)
     assert hardware.gpus()[0].devices == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
     assert library.nvmlDeviceGetMaxMigDeviceCount(library.nvmlDeviceGetHandleByIndex(0)) == 7
@@ -144,7 +153,7 @@ def test_unknown_config_name_and_profile_fail_without_touching_the_node(
 
 
 def test_waits_for_operand_pods_and_fails_restoring_labels_when_they_stay(
-    server: FakeApiServer, library: SimulatedLibrary
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
 ) -> None:
     pod = {
         "apiVersion": "v1",
@@ -156,7 +165,7 @@ def test_waits_for_operand_pods_and_fails_restoring_labels_when_they_stay(
     manager = Reconfigurer(
         server.client(),
         MigHardware(library),
-        load_config(REFERENCE_CONFIG),
+        load_config(shipped_config),
         Settings(NODE, NAMESPACE, pod_timeout=0.05, poll_interval=0.01),
     )
     before = _layout(library)
@@ -168,3 +177,10 @@ def test_waits_for_operand_pods_and_fails_restoring_labels_when_they_stay(
     # once the pod goes (the DaemonSet controller removes it when its label is paused), the change goes through
     server.remove("pods", "dp-abc", NAMESPACE)
     assert manager.reconfigure("all-disabled") == "success"
+
+
+def test_upstream_default_config_applies(server: FakeApiServer, library: SimulatedLibrary) -> None:
+    manager = _reconfigurer(server, library, reference_file("mig-parted/config-default.yaml"))
+    for name in ("all-disabled", "all-1g.10gb", "all-balanced", "all-7g.80gb", "all-1g.20gb", "all-disabled"):
+        assert manager.reconfigure(name) == "success", _node(server)["metadata"].get("annotations")
+    assert _layout(library) == [(False, Counter())] * 8
