@@ -134,7 +134,8 @@ class MigHardware:
         offered = self.profiles(index)
         unknown = sorted(set(devices) - set(offered))
         if unknown:
-            raise MigHardwareError(f"GPU {index} has no MIG profile {', '.join(unknown)} (it offers {', '.join(offered)})")
+            listed = ", ".join(offered)
+            raise MigHardwareError(f"GPU {index} has no MIG profile {', '.join(unknown)} (it offers {listed})")
         wanted = sorted((n for n, count in devices.items() for _ in range(count)), key=lambda n: -offered[n].slices)
         first_error: MigHardwareError | None = None
         for order in dict.fromkeys(itertools.permutations(wanted)):

@@ -125,7 +125,10 @@ class Reconfigurer:
 
     def _node_pods(self, selector: str) -> list[dict[str, object]]:
         return self._kube.list(
-            PODS, self._settings.namespace, label_selector=selector, field_selector=f"spec.nodeName={self._settings.node}"
+            PODS,
+            self._settings.namespace,
+            label_selector=selector,
+            field_selector=f"spec.nodeName={self._settings.node}",
         ).items
 
     def _wait_for_operands(self, paused: Mapping[str, str]) -> None:
@@ -135,12 +138,14 @@ class Reconfigurer:
         selector = f"app in ({','.join(apps)})"
         deadline = self._clock() + self._settings.pod_timeout
         while True:
-            remaining = [str((p.get("metadata") or {}).get("name")) for p in self._node_pods(selector)]  # type: ignore[union-attr]
+            pods = self._node_pods(selector)
+            remaining = [str((p.get("metadata") or {}).get("name")) for p in pods]  # type: ignore[union-attr]
             if not remaining:
                 return
             if self._clock() >= deadline:
                 raise ReconfigureFailed(
-                    f"operand pods still on the node after {self._settings.pod_timeout:g}s: {', '.join(sorted(remaining))}"
+                    f"operand pods still on the node after {self._settings.pod_timeout:g}s: "
+                    f"{', '.join(sorted(remaining))}"
                 )
             self._sleep(self._settings.poll_interval)
 
@@ -159,7 +164,9 @@ class Reconfigurer:
         for index, layout in plan.items():
             gpu = by_index[index]
             if not gpu.capable and layout.enabled:
-                raise MigConfigError(f"config {name!r} enables MIG on GPU {index} ({gpu.pci_id}), which is not MIG-capable")
+                raise MigConfigError(
+                    f"config {name!r} enables MIG on GPU {index} ({gpu.pci_id}), which is not MIG-capable"
+                )
             if layout.devices:
                 offered = self._hardware.profiles(index)
                 unknown = sorted(set(layout.devices) - set(offered))
@@ -174,7 +181,8 @@ class Reconfigurer:
     def _matches(plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> bool:
         by_index = {g.index: g for g in gpus}
         return all(
-            by_index[i].enabled == layout.enabled and by_index[i].devices == layout.devices for i, layout in plan.items()
+            by_index[i].enabled == layout.enabled and by_index[i].devices == layout.devices
+            for i, layout in plan.items()
         )
 
     def _apply(self, plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> None:

@@ -37,7 +37,8 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_select_by_filter_and_index() -> None:
     config = parse_config(
         "version: v1\nmig-configs:\n  mixed:\n"
-        f"    - {{device-filter: ['{A100_80.lower()}'], devices: all, mig-enabled: true, mig-devices: {{1g.10gb: 7}}}}\n"
+        f"    - {{device-filter: ['{A100_80.lower()}'], devices: all, mig-enabled: true,\n"
+        "        mig-devices: {1g.10gb: 7}}\n"
         f"    - {{device-filter: '{H100_80}', devices: [1], mig-enabled: false}}\n"
         "    - {devices: [2], mig-enabled: true, mig-devices: {7g.80gb: 1, 1g.10gb: 0}}\n",
         "config.yaml",

@@ -78,7 +78,9 @@ def _node(server: FakeApiServer) -> dict:
     return node
 
 
-def test_sequence_of_layouts_with_labels(server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path) -> None:
+def test_sequence_of_layouts_with_labels(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
     manager = _reconfigurer(server, library, shipped_config)
     expected = {
         "all-disabled": (False, Counter()),

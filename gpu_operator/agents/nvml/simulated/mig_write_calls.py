@@ -16,7 +16,13 @@ from typing import Any
 import pynvml
 
 from gpu_operator.agents.nvml.simulated.core import SimulatedCore, fail
-from gpu_operator.agents.nvml.simulated.profile import GpuInstanceProfile, GpuModel, MigLayout, MigPlacement
+from gpu_operator.agents.nvml.simulated.profile import (
+    GpuInstanceProfile,
+    GpuModel,
+    MigLayout,
+    MigPlacement,
+    NodeProfile,
+)
 from gpu_operator.agents.nvml.simulated.records import ComputeInstanceHandle, GpuInstanceHandle
 
 __all__ = ["MigWriteCalls"]
@@ -37,11 +43,14 @@ def _size(model: GpuModel, profile: GpuInstanceProfile) -> int:
 class MigWriteCalls(SimulatedCore):
     """nvmlDeviceSetMigMode and the GPU/compute instance create, list and destroy calls."""
 
+    def __init__(self, profile: NodeProfile, **options: Any) -> None:
+        super().__init__(profile, **options)
+        #: GPU -> GPU instance id -> profile name, for GPU instances without a compute instance.
+        self._bare_instances: dict[int, dict[int, str]] = {}
+        #: (GPU, GPU instance id) -> first memory slice.
+        self._starts: dict[tuple[int, int], int] = {}
+
     def _bare(self) -> dict[int, dict[int, str]]:
-        """GPU -> GPU instance id -> profile name, for GPU instances without a compute instance."""
-        if not hasattr(self, "_bare_instances"):
-            self._bare_instances: dict[int, dict[int, str]] = {}
-            self._starts: dict[tuple[int, int], int] = {}
         return self._bare_instances
 
     def _set_layout(self, index: int, layout: MigLayout) -> None:
@@ -123,7 +132,8 @@ class MigWriteCalls(SimulatedCore):
         index, gi = gpu_instance.gpu, gpu_instance.gpu_instance
         bare = self._bare().get(index, {})
         if gi not in bare:
-            fail(pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES if gi in self._instances(index) else pynvml.NVML_ERROR_NOT_FOUND)
+            in_use = gi in self._instances(index)
+            fail(pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES if in_use else pynvml.NVML_ERROR_NOT_FOUND)
         model = self.profile.model_of(index)
         profile = model.mig_profile(bare[gi])
         assert profile is not None
