@@ -7,12 +7,14 @@ its config, renders, and registers the result with the right parent, provider an
 * `AksCluster`, `GpuNodePool`: the cluster (existing or created) and one GPU agent pool;
 * `GpuOperator` (with `GpuOperand`, `NodeFeatureDiscovery`): the operator's operands on any cluster;
 * `NetworkOperator`: NVIDIA's Network Operator and the RDMA wiring of InfiniBand pools;
+* `GpuMonitoring`: the GPU alerts and recording rules (PrometheusRule) and the Grafana dashboard;
 * `AgentsImage`: the agents image built from this package's Dockerfile and pushed to an Azure Container Registry.
 """
 
 from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs
 from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
 from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
+from gpu_operator.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_operator.components.network_operator import NetworkOperator, NetworkOperatorArgs
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
 from gpu_operator.components.node_pool import GpuNodePool, GpuNodePoolArgs
@@ -26,6 +28,8 @@ __all__ = [
     "AksClusterArgs",
     "GpuCluster",
     "GpuClusterArgs",
+    "GpuMonitoring",
+    "GpuMonitoringArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
     "GpuOperand",

@@ -8,7 +8,8 @@
 4. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists;
 5. with InfiniBand pools (unless `network.enabled: false`), `NetworkOperator` on it: chart, NodeFeatureRule,
    NicClusterPolicy;
-6. `GpuOperator` on it, after the pools and the NicClusterPolicy. The provider carries the ordering: a component's `depends_on` does not reach its
+6. `GpuOperator` on it, after the pools and the NicClusterPolicy, then `GpuMonitoring` (the GPU alerts and
+   dashboard) after the operator. The provider carries the ordering: a component's `depends_on` does not reach its
    children, but every object created with a provider waits for what the provider depends on. With a cluster
    created here, the pools and the Kubernetes objects are `deleted_with` the cluster: deleting the cluster takes
    them along.
@@ -34,6 +35,7 @@ from gpu_operator.components.agents_image import AgentsImage, build_context, clu
 from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
 from gpu_operator.components.component_args import required
 from gpu_operator.components.feature_registration import FeatureWait
+from gpu_operator.components.monitoring import GpuMonitoring
 from gpu_operator.components.network_operator import NetworkOperator
 from gpu_operator.components.node_pool import GpuNodePool
 from gpu_operator.components.operator import GpuOperator
@@ -41,6 +43,7 @@ from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_conf
 from gpu_operator.config.network import network_wanted
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
 from gpu_operator.render.aks.resources import fleet_gpu_resource_names
+from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.registry import render
 
 __all__ = ["GpuCluster", "GpuClusterArgs", "TOKEN"]
@@ -93,6 +96,8 @@ class GpuCluster(pulumi.ComponentResource):
     network_operator: NetworkOperator | None
     """The Network Operator and RDMA wiring (with InfiniBand pools, unless `network.enabled: false`)."""
     operator: GpuOperator
+    monitoring: GpuMonitoring | None
+    """The GPU alerts and dashboard (`monitoring`; the rules where `cluster.prometheusOperator` is true)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuCluster({name!r})",
@@ -173,6 +178,14 @@ class GpuCluster(pulumi.ComponentResource):
             },
             pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=self.cluster.managed_cluster),
         )
+        self.monitoring = None
+        if monitoring_objects(config):
+            self.monitoring = GpuMonitoring(
+                f"{name}-monitoring",
+                {"provider": self.kubernetes_provider, "config": config},
+                pulumi.ResourceOptions(parent=self, depends_on=[self.operator],
+                                       deleted_with=self.cluster.managed_cluster),
+            )
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name

@@ -39,6 +39,7 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
+from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects, network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
@@ -206,7 +207,11 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source)
     operands = render_operands(config)
-    objects = [*network_objects(config), *(obj for operand in operands for obj in operand.objects)]
+    objects = [
+        *network_objects(config),
+        *(obj for operand in operands for obj in operand.objects),
+        *monitoring_objects(config),
+    ]
     charts = _charts(config)
     if args.output is not None:
         files = _output_files(config, objects, charts)

@@ -10,7 +10,8 @@ Stack config (stacks/Pulumi.<env>.yaml):
 
 With an `aks` section the program builds a `GpuCluster` (the AKS cluster, its GPU pools, then the operator) with
 an explicit Azure provider whose credentials come from the environment (`az login`, `ARM_*` variables or OIDC).
-Without one, it installs the operator's operands on the cluster the `kubeconfig` secret points at.
+Without one, it installs the operator's operands on the cluster the `kubeconfig` secret points at. Either way
+`GpuMonitoring` adds the GPU alerts and dashboard when the `monitoring` section asks for any.
 
 Both ways export the same outputs, so a consumer stack does not break when this stack gains or loses `aks`:
 `kubeconfig` (the cluster's user credential, secret; null without `aks`: this stack then never held one it may
@@ -24,9 +25,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
-from gpu_operator.components import GpuCluster, GpuOperator
+from gpu_operator.components import GpuCluster, GpuMonitoring, GpuOperator
 
 from gpu_operator.config import ConfigError, Problem, parse_config
+from gpu_operator.render.monitoring import monitoring_objects
 
 settings = pulumi.Config("gpu-operator")
 document = parse_config(settings.get_object("config") or {}, source="gpu-operator:config")
@@ -43,6 +45,9 @@ if document.aks is None:
         "cluster", kubeconfig=settings.require_secret("kubeconfig"), upsert_existing_objects=adopt or None
     )
     operator = GpuOperator("gpu", {"provider": provider, "config": document})
+    if monitoring_objects(document):
+        GpuMonitoring("gpu-monitoring", {"provider": provider, "config": document},
+                      pulumi.ResourceOptions(depends_on=[operator]))
     outputs: dict[str, object] = {
         "kubeconfig": None,
         "resourceGroupName": None,

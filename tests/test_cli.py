@@ -10,6 +10,7 @@ import yaml
 from gpu_operator.cli import main
 from gpu_operator.config import load_config, parse_config
 from gpu_operator.render import render
+from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
 from tests.support.reference import reference_file
 
@@ -18,7 +19,7 @@ def test_render_default_to_stdout_is_the_rendered_stack(capsys: pytest.CaptureFi
     assert main(["render"]) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
     config = load_config(None)
-    assert documents == [*network_objects(config), *render(config)]
+    assert documents == [*network_objects(config), *render(config), *monitoring_objects(config)]
 
 
 def test_render_to_directory_writes_one_file_per_object_in_order(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from gpu_operator.config.clusterpolicy.driver import DriverSpec
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import Problem
+from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
 from gpu_operator.config.network_checks import NETWORK_CHECKS
 from gpu_operator.config.pool_checks import POOL_CHECKS
 
@@ -312,6 +313,7 @@ CHECKS: tuple[Check, ...] = (
     _hpc_job_mapping_directory,
     *POOL_CHECKS,
     *NETWORK_CHECKS,
+    *MONITORING_CHECKS,
 )
 
 

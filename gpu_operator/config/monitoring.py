@@ -2,7 +2,8 @@
 
 ```yaml
 monitoring:
-  enabled: true
+  enabled: true                            # the GPU dashboard ConfigMap, and the rules where they can exist
+  prometheusRules: null                    # unset: where cluster.prometheusOperator says the CRDs exist
   ruleLabels: {release: kube-prometheus}   # labels the Prometheus `ruleSelector` matches
   thresholds:
     gpuTemperatureCelsius: 85
@@ -11,7 +12,9 @@ monitoring:
     pcieReplaysPerHour: 100
 ```
 
-Every threshold has a default a GPU SRE would start from; `for` durations are Prometheus durations.
+Every threshold has a default a GPU SRE would start from; `for` durations are Prometheus durations. The
+PrometheusRule is a Prometheus Operator object, so it is rendered only with `cluster.prometheusOperator`; asking
+for it (`prometheusRules: true`) without that is a config error, like an enabled ServiceMonitor.
 """
 
 from __future__ import annotations
@@ -42,10 +45,19 @@ class AlertThresholds(ConfigModel):
 
 
 class MonitoringSpec(ConfigModel):
-    """PrometheusRules for the GPU fleet (rendered only where `cluster.prometheusOperator` is true)."""
+    """Alerts, recording rules and a dashboard for the GPU fleet."""
 
     enabled: bool = True
+    prometheus_rules: bool | None = Field(
+        default=None, description="render the PrometheusRule; unset follows cluster.prometheusOperator"
+    )
     rule_labels: dict[str, str] = Field(
         default_factory=dict, description="labels on the PrometheusRule, for the Prometheus ruleSelector"
     )
     thresholds: AlertThresholds = AlertThresholds()
+
+    def rules_wanted(self, prometheus_operator: bool) -> bool:
+        """Whether the PrometheusRule is rendered, given whether the Prometheus Operator's CRDs exist."""
+        if not self.enabled:
+            return False
+        return prometheus_operator if self.prometheus_rules is None else self.prometheus_rules

@@ -11,6 +11,7 @@ import yaml
 from gpu_operator.cli import main
 from gpu_operator.config import parse_config
 from gpu_operator.render import render
+from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
 from gpu_operator.render.aks.documents import azure_documents
 from tests.conftest import ROOT
@@ -27,7 +28,7 @@ def test_a_stack_file_renders_its_gpu_operator_config(stack: str, capsys: pytest
     assert main(["render", "-f", str(STACKS / stack)]) == 0
     out, err = capsys.readouterr()
     config = parse_config(stack_document(stack))
-    expected = [*network_objects(config), *render(config)]
+    expected = [*network_objects(config), *render(config), *monitoring_objects(config)]
     assert list(yaml.safe_load_all(out)) == expected
     assert expected != render(parse_config({}))  # the stack's document, not the defaults
     assert "error" not in err

@@ -1,11 +1,26 @@
-"""Monitoring objects for the GPU fleet: the PrometheusRule and the metrics the exporters emit.
+"""Monitoring objects for the GPU fleet: the PrometheusRule, and the metrics the exporters emit.
 
 Pure render functions (no Pulumi): they take the config document and give Kubernetes objects as dicts.
+The exporters' ServiceMonitors stay with their operands (`render/operands/dcgm_exporter.py`,
+`node_status_exporter.py`), as NVIDIA creates them with the operands; this package adds what NVIDIA does not ship.
+The PrometheusRule is rendered only where the Prometheus Operator's CRDs are known to exist
+(`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.rules import RULE_NAME, render_prometheus_rule
 
-__all__ = ["RULE_NAME", "emitted_metrics", "render_prometheus_rule"]
+__all__ = ["RULE_NAME", "emitted_metrics", "monitoring_objects", "render_prometheus_rule"]
+
+
+def monitoring_objects(config: GpuStackConfig) -> list[dict[str, Any]]:
+    """The monitoring objects this config asks for, in apply order (empty with `monitoring.enabled: false`)."""
+    objects: list[dict[str, Any]] = []
+    if config.monitoring.rules_wanted(config.cluster.prometheus_operator):
+        objects.append(render_prometheus_rule(config))
+    return objects
