@@ -3,7 +3,9 @@
 Flags and environment are nvidia-mig-manager's: `--node-name`/`NODE_NAME`, `--config-file`/`CONFIG_FILE`
 (falling back to a config generated from the GPUs, written to `--generated-config-file`, and then to
 `DEFAULT_CONFIG_FILE` for GPUs it cannot describe), `POD_NAMESPACE` for the operand pods, `GPU_CLIENTS_FILE`,
-plus `--nvml` and `--poll-interval`. It waits for the driver validation's `driver-ready` file, applies the label
+plus `--nvml` and `--poll-interval`. The generated config is also published as ConfigMap `<node>-mig-config`
+(key `config.yaml`) in `POD_NAMESPACE`; `CDI_ENABLED=true` refreshes CDI after each change (:mod:`.cdi`). It
+waits for the driver validation's `driver-ready` file and takes the driver paths it records, applies the label
 found at start, then polls the node and applies each new non-empty value. `WITH_REBOOT` and
 `WITH_SHUTDOWN_HOST_GPU_CLIENTS` set to true are refused at start: this agent neither reboots the host nor
 stops host services, and says so rather than ignoring the setting.
@@ -20,8 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpu_operator.agents.kube.client import KubeClient
-from gpu_operator.agents.kube.errors import KubeError
-from gpu_operator.agents.kube.resources import NODES
+from gpu_operator.agents.device_plugin.driver_ready import read_driver_ready
+from gpu_operator.agents.kube.errors import AlreadyExists, KubeError
+from gpu_operator.agents.kube.resources import CONFIG_MAPS, NODES
+from gpu_operator.agents.mig_manager.cdi import CdiRefresh
 from gpu_operator.agents.mig_manager.config import MigConfigError, load_config, parse_config
 from gpu_operator.agents.mig_manager.generated import generated_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
@@ -66,10 +70,13 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     raise MigConfigError(f"{name}={env[name]!r}: expected true or false")
 
 
-def _config(args: argparse.Namespace, env: Mapping[str, str], hardware: MigHardware) -> MigPartedConfig:
+def _config(
+    args: argparse.Namespace, env: Mapping[str, str], hardware: MigHardware
+) -> tuple[MigPartedConfig, str | None]:
+    """The config to apply, and the generated text to publish (None when a file was given)."""
     path = args.config_file or env.get("CONFIG_FILE")
     if path:
-        return load_config(path)
+        return load_config(path), None
     document = generated_config(hardware)
     fallback = args.default_config_file or env.get("DEFAULT_CONFIG_FILE")
     if fallback:
@@ -81,7 +88,21 @@ def _config(args: argparse.Namespace, env: Mapping[str, str], hardware: MigHardw
         Path(args.generated_config_file).write_text(text)
     except OSError as error:
         _log.warning("could not write %s: %s", args.generated_config_file, error.strerror)
-    return parse_config(text, "generated config")
+    return parse_config(text, "generated config"), text
+
+
+def _publish(client: KubeClient, node: str, namespace: str, text: str) -> None:
+    """ConfigMap `<node>-mig-config` (key `config.yaml`): the generated layouts, for users to read and pick from."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{node}-mig-config", "namespace": namespace},
+        "data": {"config.yaml": text},
+    }
+    try:
+        client.create(CONFIG_MAPS, body, namespace)
+    except AlreadyExists:
+        client.patch(CONFIG_MAPS, body["metadata"]["name"], {"data": body["data"]}, namespace)
 
 
 def main(
@@ -100,21 +121,30 @@ def main(
         for unsupported in ("WITH_REBOOT", "WITH_SHUTDOWN_HOST_GPU_CLIENTS"):
             if _flag(env, unsupported):
                 raise MigConfigError(f"{unsupported}=true is not supported by this agent; set it to false")
+        with_cdi = _flag(env, "CDI_ENABLED")
         ready = Path(args.validations_dir) / "driver-ready"
         if args.nvml == "auto":
             while not ready.exists():
                 _log.info("waiting for %s", ready)
                 time.sleep(args.poll_interval)
+        if ready.exists():
+            env.update(read_driver_ready(str(ready)))
         library = library_of(open_nvml(args.nvml, environ=env))
         if library is None:
             raise MigConfigError("no NVML library on this node")
         hardware = MigHardware(library)
-        config = _config(args, env, hardware)
-    except (MigConfigError, ValueError) as error:
+        config, generated = _config(args, env, hardware)
+    except (MigConfigError, ValueError, OSError) as error:
         sys.stderr.write(f"{PROGRAM}: {error}\n")
         return 2
     client = kube or KubeClient.from_environment(env)
-    reconfigurer = Reconfigurer(client, hardware, config, Settings(node, namespace))
+    if generated is not None:
+        try:
+            _publish(client, node, namespace, generated)
+        except KubeError as error:
+            _log.warning("could not publish ConfigMap %s-mig-config: %s", node, error)
+    after_apply = CdiRefresh.from_environment(env) if with_cdi else None
+    reconfigurer = Reconfigurer(client, hardware, config, Settings(node, namespace), after_apply=after_apply)
     applied: str | None = None
     while True:
         try:

@@ -4,7 +4,8 @@ The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already
 `nvidia.com/mig.config.state=pending`, pause the GPU operands by setting their `nvidia.com/gpu.deploy.*` labels to
 `paused-for-mig-change` (labels that are `false` stay `false`; `gpu.deploy.client` only when present), wait for
 their pods to leave the node, delete the CUDA and device-plugin validator pods, then apply: destroy every
-compute and GPU instance, set the MIG mode, create the new instances. On success the operator validator pod is
+compute and GPU instance, set the MIG mode, create the new instances, then refresh CDI when it is on
+(:mod:`.cdi`). On success the operator validator pod is
 deleted (so it revalidates), the labels go back to `true` and the state to `success`. On any failure the previous
 layout is put back, the labels are restored and the state is `failed`, with the reason in the node's
 `nvidia.com/mig.config.state.reason` annotation (removed again by the next success).
@@ -22,6 +23,7 @@ import pynvml
 from gpu_operator.agents.kube.client import KubeClient
 from gpu_operator.agents.kube.errors import KubeError, NotFound
 from gpu_operator.agents.kube.resources import NODES, PODS
+from gpu_operator.agents.mig_manager.cdi import CdiError
 from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, select
 from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError
 from gpu_operator.config.mig_parted import MigPartedConfig
@@ -83,6 +85,7 @@ class Reconfigurer:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        after_apply: Callable[[], None] | None = None,
     ) -> None:
         self._kube = kube
         self._hardware = hardware
@@ -90,6 +93,7 @@ class Reconfigurer:
         self._settings = settings
         self._sleep = sleep
         self._clock = clock
+        self._after_apply = after_apply
 
     # -- the node ------------------------------------------------------------------------------------------
 
@@ -229,8 +233,10 @@ class Reconfigurer:
             except (MigHardwareError, pynvml.NVMLError) as error:
                 self._rollback(gpus)
                 raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error
+            if self._after_apply is not None:
+                self._after_apply()
             self._delete_pods(_VALIDATOR_AFTER)
-        except (ReconfigureFailed, KubeError) as error:
+        except (ReconfigureFailed, KubeError, CdiError) as error:
             self._restore(paused)
             self._set_state("failed", str(error))
             return "failed"

@@ -37,6 +37,8 @@ def test_generated_config_applies_the_label(server: FakeApiServer, tmp_path: Pat
     assert not any("18gb" in name for name in names)  # only the node's GPU models
     labels = server.get("nodes", NODE)["metadata"]["labels"]
     assert labels[STATE_LABEL] == "success"
+    published = server.get("configmaps", f"{NODE}-mig-config", "gpu-operator")
+    assert published is not None and yaml.safe_load(published["data"]["config.yaml"]) == generated
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
 
 
@@ -47,6 +49,7 @@ def test_config_file_from_env(server: FakeApiServer, tmp_path: Path) -> None:
     assert main(_args(tmp_path), env, kube=server.client()) == 0
     assert server.get("nodes", NODE)["metadata"]["labels"][STATE_LABEL] == "success"
     assert not (tmp_path / "generated.yaml").exists()
+    assert server.get("configmaps", f"{NODE}-mig-config", "gpu-operator") is None
 
 
 @pytest.mark.parametrize(
@@ -57,6 +60,7 @@ def test_config_file_from_env(server: FakeApiServer, tmp_path: Path) -> None:
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_REBOOT": "true"}, "WITH_REBOOT=true is not supported"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_REBOOT": "maybe"}, "WITH_REBOOT='maybe': expected true"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "CONFIG_FILE": "/nonexistent/c.yaml"}, "cannot read MIG config"),
+        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "CDI_ENABLED": "sometimes"}, "CDI_ENABLED='sometimes'"),
     ],
 )
 def test_bad_settings_are_one_line_errors(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from gpu_operator.agents.mig_manager.cdi import MANAGEMENT_SPEC, CdiRefresh
 from gpu_operator.agents.mig_manager.config import load_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.reconfigure import (
@@ -186,3 +187,59 @@ def test_upstream_default_config_applies(server: FakeApiServer, library: Simulat
     for name in ("all-disabled", "all-1g.10gb", "all-balanced", "all-7g.80gb", "all-1g.20gb", "all-disabled"):
         assert manager.reconfigure(name) == "success", _node(server)["metadata"].get("annotations")
     assert _layout(library) == [(False, Counter())] * 8
+
+
+def _pod(name: str, app: str, node: str = NODE) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": app}},
+        "spec": {"nodeName": node},
+    }
+
+
+def test_validator_pods_are_deleted_on_this_node_only(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
+    for pod in (
+        _pod("cuda-1", "nvidia-cuda-validator"),
+        _pod("dp-validator-1", "nvidia-device-plugin-validator"),
+        _pod("operator-validator-1", "nvidia-operator-validator"),
+        _pod("operator-validator-2", "nvidia-operator-validator", node="other-node"),
+    ):
+        server.add(pod)
+    assert _reconfigurer(server, library, shipped_config).reconfigure("all-disabled") == "success"
+    assert [p["metadata"]["name"] for p in server.objects("pods", NAMESPACE)] == ["operator-validator-2"]
+
+
+def test_cdi_refresh_runs_after_apply_and_its_failure_is_failed(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
+    commands: list[list[str]] = []
+    answers = iter([(0, ""), (0, ""), (1, "permission denied")])
+
+    def runner(command: Sequence[str]) -> tuple[int, str]:
+        commands.append(list(command))
+        return next(answers)
+
+    env = {"NVIDIA_CDI_HOOK_PATH": "/opt/nvidia/toolkit/nvidia-cdi-hook", "NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"}
+    manager = Reconfigurer(
+        server.client(),
+        MigHardware(library),
+        load_config(shipped_config),
+        Settings(NODE, NAMESPACE, poll_interval=0.01),
+        after_apply=CdiRefresh.from_environment(env, runner),
+    )
+    assert manager.reconfigure("all-disabled") == "success"
+    assert commands == [
+        ["chroot", "/host", "/opt/nvidia/toolkit/nvidia-ctk", "system", "create-device-nodes", "--control-devices",
+         "--dev-root=/run/nvidia/driver"],
+        ["chroot", "/host", "/opt/nvidia/toolkit/nvidia-ctk", "cdi", "generate", "--mode=management",
+         "--driver-root=/run/nvidia/driver", "--dev-root=/run/nvidia/driver",
+         "--nvidia-cdi-hook-path=/opt/nvidia/toolkit/nvidia-cdi-hook", f"--output={MANAGEMENT_SPEC}"],
+    ]
+    assert manager.reconfigure("all-1g.10gb") == "failed"
+    node = _node(server)
+    reason = node["metadata"]["annotations"][REASON_ANNOTATION]
+    assert "system create-device-nodes failed (1): permission denied" in reason
+    assert {k: node["metadata"]["labels"][k] for k in DEPLOY} == DEPLOY
