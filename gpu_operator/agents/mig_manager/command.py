@@ -3,12 +3,12 @@
 Flags and environment are nvidia-mig-manager's: `--node-name`/`NODE_NAME`, `--config-file`/`CONFIG_FILE`
 (falling back to a config generated from the GPUs, written to `--generated-config-file`, and then to
 `DEFAULT_CONFIG_FILE` for GPUs it cannot describe), `POD_NAMESPACE` for the operand pods, `GPU_CLIENTS_FILE`,
-plus `--nvml` and `--poll-interval`. The generated config is also published as ConfigMap `<node>-mig-config`
+plus `--nvml` and `--poll-interval`; `WITH_REBOOT=true` lets a reboot finish a MIG mode change
+(:mod:`.host`). The generated config is also published as ConfigMap `<node>-mig-config`
 (key `config.yaml`) in `POD_NAMESPACE`; `CDI_ENABLED=true` refreshes CDI after each change (:mod:`.cdi`). It
 waits for the driver validation's `driver-ready` file and takes the driver paths it records, applies the label
-found at start, then polls the node and applies each new non-empty value. `WITH_REBOOT` and
-`WITH_SHUTDOWN_HOST_GPU_CLIENTS` set to true are refused at start: this agent neither reboots the host nor
-stops host services, and says so rather than ignoring the setting.
+found at start, then polls the node and applies each new non-empty value. `WITH_SHUTDOWN_HOST_GPU_CLIENTS=true`
+is refused at start: this agent does not stop host services, and says so rather than ignoring the setting.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from gpu_operator.agents.mig_manager.cdi import CdiRefresh
 from gpu_operator.agents.mig_manager.config import MigConfigError, load_config, parse_config
 from gpu_operator.agents.mig_manager.generated import generated_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
+from gpu_operator.agents.mig_manager.host import HostActions
 from gpu_operator.agents.mig_manager.reconfigure import CONFIG_LABEL, Reconfigurer, Settings
 from gpu_operator.agents.nvml.selection import open_nvml
 from gpu_operator.agents.nvml.underlying import library_of
@@ -118,9 +119,12 @@ def main(
             raise MigConfigError("the node is unknown: set NODE_NAME (the pod's spec.nodeName) or --node-name")
         if not namespace:
             raise MigConfigError("the operand namespace is unknown: set POD_NAMESPACE or --namespace")
-        for unsupported in ("WITH_REBOOT", "WITH_SHUTDOWN_HOST_GPU_CLIENTS"):
-            if _flag(env, unsupported):
-                raise MigConfigError(f"{unsupported}=true is not supported by this agent; set it to false")
+        if _flag(env, "WITH_SHUTDOWN_HOST_GPU_CLIENTS"):
+            raise MigConfigError(
+                "WITH_SHUTDOWN_HOST_GPU_CLIENTS=true is not supported by this agent (it does not stop host "
+                "services); set it to false and stop the host's GPU clients before changing MIG mode"
+            )
+        with_reboot = _flag(env, "WITH_REBOOT")
         with_cdi = _flag(env, "CDI_ENABLED")
         ready = Path(args.validations_dir) / "driver-ready"
         if args.nvml == "auto":
@@ -137,14 +141,27 @@ def main(
     except (MigConfigError, ValueError, OSError) as error:
         sys.stderr.write(f"{PROGRAM}: {error}\n")
         return 2
-    client = kube or KubeClient.from_environment(env)
+    try:
+        client = kube or KubeClient.from_environment(env)
+    except KubeError as error:
+        sys.stderr.write(f"{PROGRAM}: cannot reach the Kubernetes API: {error}\n")
+        return 2
     if generated is not None:
         try:
             _publish(client, node, namespace, generated)
         except KubeError as error:
             _log.warning("could not publish ConfigMap %s-mig-config: %s", node, error)
     after_apply = CdiRefresh.from_environment(env) if with_cdi else None
-    reconfigurer = Reconfigurer(client, hardware, config, Settings(node, namespace), after_apply=after_apply)
+    host = HostActions(env.get("NVIDIA_DRIVER_ROOT") or "/")
+    reconfigurer = Reconfigurer(
+        client,
+        hardware,
+        config,
+        Settings(node, namespace, with_reboot=with_reboot),
+        after_apply=after_apply,
+        reset=host.reset_gpus,
+        reboot=host.reboot,
+    )
     applied: str | None = None
     while True:
         try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pynvml
 
-__all__ = ["GpuMigState", "MigHardware", "MigHardwareError", "ProfileInfo"]
+__all__ = ["GpuMigState", "MigHardware", "MigHardwareError", "MigModePending", "ProfileInfo"]
 
 #: GPU instance profile indices NVML defines (`NVML_GPU_INSTANCE_PROFILE_COUNT`).
 _GI_PROFILE_COUNT = 0x12
@@ -32,6 +32,10 @@ class MigHardwareError(RuntimeError):
     """A MIG change the GPU refused or cannot hold."""
 
 
+class MigModePending(MigHardwareError):
+    """A MIG mode change that waits for a GPU reset (or a reboot) to take effect."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProfileInfo:
     name: str
@@ -42,13 +46,19 @@ class ProfileInfo:
 
 @dataclass(frozen=True, slots=True)
 class GpuMigState:
-    """One GPU: index, PCI id (`0x20B210DE`), MIG capability, mode and instances per profile."""
+    """One GPU: index, PCI id (`0x20B210DE`), MIG capability, mode (and a pending one) and instances per profile."""
 
     index: int
     pci_id: str
     capable: bool
     enabled: bool
     devices: dict[str, int] = field(default_factory=dict)
+    bus_id: str = ""
+    pending: bool | None = None
+
+    @property
+    def mode_pending(self) -> bool:
+        return self.pending is not None and self.pending != self.enabled
 
 
 def _text(value: Any) -> str:
@@ -85,18 +95,20 @@ class MigHardware:
             handle = self._handle(index)
             pci = self._lib.nvmlDeviceGetPciInfo(handle)
             pci_id = f"0x{pci.pciDeviceId:08X}"
+            bus_id = _text(pci.busId)
             try:
-                current, _ = self._lib.nvmlDeviceGetMigMode(handle)
+                current, pending = self._lib.nvmlDeviceGetMigMode(handle)
             except pynvml.NVMLError as error:
                 if error.value != pynvml.NVML_ERROR_NOT_SUPPORTED:
                     raise
-                states.append(GpuMigState(index, pci_id, capable=False, enabled=False))
+                states.append(GpuMigState(index, pci_id, capable=False, enabled=False, bus_id=bus_id))
                 continue
             devices: Counter[str] = Counter()
             if current:
                 for profile in self.profiles(index).values():
                     devices[profile.name] += len(self._lib.nvmlDeviceGetGpuInstances(handle, profile.id))
-            states.append(GpuMigState(index, pci_id, True, bool(current), {k: v for k, v in devices.items() if v}))
+            present = {k: v for k, v in devices.items() if v}
+            states.append(GpuMigState(index, pci_id, True, bool(current), present, bus_id, bool(pending)))
         return states
 
     def clear(self, index: int) -> None:
@@ -116,13 +128,9 @@ class MigHardware:
                 self._lib.nvmlGpuInstanceDestroy(gpu_instance)
 
     def set_mode(self, index: int, enabled: bool) -> None:
-        """Set the MIG mode; a mode that stays pending (GPU reset needed) is an error."""
-        handle = self._handle(index)
+        """Ask for a MIG mode; on some GPUs it stays pending until a GPU reset (see `GpuMigState.mode_pending`)."""
         mode = pynvml.NVML_DEVICE_MIG_ENABLE if enabled else pynvml.NVML_DEVICE_MIG_DISABLE
-        self._lib.nvmlDeviceSetMigMode(handle, mode)
-        current, pending = self._lib.nvmlDeviceGetMigMode(handle)
-        if current != pending:
-            raise MigHardwareError(f"GPU {index}: MIG mode change is pending a GPU reset")
+        self._lib.nvmlDeviceSetMigMode(self._handle(index), mode)
 
     def create(self, index: int, devices: dict[str, int]) -> None:
         """Create the GPU instances (each with a full compute instance).

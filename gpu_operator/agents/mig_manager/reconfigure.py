@@ -6,7 +6,10 @@ The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already
 their pods to leave the node, delete the CUDA and device-plugin validator pods, then apply: destroy every
 compute and GPU instance, set the MIG mode, create the new instances, then refresh CDI when it is on
 (:mod:`.cdi`). On success the operator validator pod is
-deleted (so it revalidates), the labels go back to `true` and the state to `success`. On any failure the previous
+deleted (so it revalidates), the labels go back to `true` and the state to `success`. A MIG mode that stays
+pending is retried after a reset of the GPUs; if it is still pending and `WITH_REBOOT` is on, the state is
+`rebooting` and the host reboots with the operands still paused: the next run finishes the change (and restores
+the labels), or fails when the mode is still pending after the reboot. On any other failure the previous
 layout is put back, the labels are restored and the state is `failed`, with the reason in the node's
 `nvidia.com/mig.config.state.reason` annotation (removed again by the next success).
 """
@@ -25,7 +28,7 @@ from gpu_operator.agents.kube.errors import KubeError, NotFound
 from gpu_operator.agents.kube.resources import NODES, PODS
 from gpu_operator.agents.mig_manager.cdi import CdiError
 from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, select
-from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError
+from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError, MigModePending
 from gpu_operator.config.mig_parted import MigPartedConfig
 
 __all__ = [
@@ -67,10 +70,14 @@ class ReconfigureFailed(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """The node, the operands' namespace, how long to wait for their pods, and whether a reboot may finish a mode
+    change that a GPU reset did not (`WITH_REBOOT`)."""
+
     node: str
     namespace: str
     pod_timeout: float = 300.0
     poll_interval: float = 2.0
+    with_reboot: bool = False
 
 
 class Reconfigurer:
@@ -86,6 +93,8 @@ class Reconfigurer:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         after_apply: Callable[[], None] | None = None,
+        reset: Callable[[list[str]], None] | None = None,
+        reboot: Callable[[], None] | None = None,
     ) -> None:
         self._kube = kube
         self._hardware = hardware
@@ -94,6 +103,8 @@ class Reconfigurer:
         self._sleep = sleep
         self._clock = clock
         self._after_apply = after_apply
+        self._reset = reset
+        self._reboot = reboot
 
     # -- the node ------------------------------------------------------------------------------------------
 
@@ -182,6 +193,11 @@ class Reconfigurer:
         return {i: layout for i, layout in plan.items() if by_index[i].capable}
 
     @staticmethod
+    def _mode_change(plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> bool:
+        by_index = {g.index: g for g in gpus}
+        return any(by_index[i].enabled != layout.enabled or by_index[i].mode_pending for i, layout in plan.items())
+
+    @staticmethod
     def _matches(plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> bool:
         by_index = {g.index: g for g in gpus}
         return all(
@@ -190,16 +206,23 @@ class Reconfigurer:
         )
 
     def _apply(self, plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> None:
+        """Clear, set the modes (resetting the GPUs when a mode stays pending), then create the instances."""
         by_index = {g.index: g for g in gpus}
         for index, layout in sorted(plan.items()):
             gpu = by_index[index]
             if gpu.enabled:
                 self._hardware.clear(index)
-            if gpu.enabled != layout.enabled:
+            if gpu.enabled != layout.enabled or gpu.mode_pending:
                 self._hardware.set_mode(index, layout.enabled)
+        pending = [g for g in self._hardware.gpus() if g.mode_pending]
+        if pending and self._reset is not None:
+            self._reset([g.bus_id for g in self._hardware.gpus() if g.capable])
+            pending = [g for g in self._hardware.gpus() if g.mode_pending]
+        if pending:
+            raise MigModePending(f"MIG mode change pending on GPU {', '.join(str(g.index) for g in pending)}")
+        for index, layout in sorted(plan.items()):
             if layout.enabled:
                 self._hardware.create(index, layout.devices)
-            by_index[index] = GpuMigState(index, gpu.pci_id, True, layout.enabled, {})
 
     def _rollback(self, previous: list[GpuMigState]) -> None:
         plan = {g.index: GpuLayout(g.enabled, g.devices) for g in previous if g.capable}
@@ -211,25 +234,42 @@ class Reconfigurer:
     # -- the whole sequence --------------------------------------------------------------------------------
 
     def reconfigure(self, name: str) -> str:
-        """Apply config `name`; returns the final state (`success` or `failed`)."""
+        """Apply config `name`; returns the final state: `success`, `failed`, or `rebooting` (host going down)."""
         try:
             gpus = self._hardware.gpus()
             plan = self._plan(name, gpus)
         except (MigConfigError, MigHardwareError, pynvml.NVMLError) as error:
             self._set_state("failed", str(error))
             return "failed"
+        try:
+            labels = self._labels()
+        except KubeError as error:
+            _log.error("cannot read node %s: %s", self._settings.node, error)
+            return "failed"
         if self._matches(plan, gpus):
+            self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
             self._set_state("success")
             return "success"
+        if labels.get(STATE_LABEL) == "rebooting" and self._mode_change(plan, gpus):
+            self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
+            self._set_state("failed", f"the MIG mode of {name!r} is still pending after the reboot")
+            return "failed"
         self._set_state("pending")
         paused: dict[str, str] = {}
         try:
-            paused = self._pause(self._labels())
+            paused = self._pause(labels)
             self._wait_for_operands(paused)
             for app in _VALIDATORS_BEFORE:
                 self._delete_pods(app)
             try:
                 self._apply(plan, gpus)
+            except MigModePending as error:
+                if self._settings.with_reboot and self._reboot is not None:
+                    self._set_state("rebooting", f"{error}; rebooting the node")
+                    self._reboot()
+                    return "rebooting"
+                self._rollback(gpus)
+                raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error
             except (MigHardwareError, pynvml.NVMLError) as error:
                 self._rollback(gpus)
                 raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error

@@ -57,7 +57,9 @@ def test_config_file_from_env(server: FakeApiServer, tmp_path: Path) -> None:
     [
         ({"POD_NAMESPACE": "gpu-operator"}, "set NODE_NAME"),
         ({"NODE_NAME": NODE}, "set POD_NAMESPACE"),
-        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_REBOOT": "true"}, "WITH_REBOOT=true is not supported"),
+        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_SHUTDOWN_HOST_GPU_CLIENTS": "true"},
+         "WITH_SHUTDOWN_HOST_GPU_CLIENTS=true is not supported"),
+        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x"}, "cannot reach the Kubernetes API: not running in a cluster"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_REBOOT": "maybe"}, "WITH_REBOOT='maybe': expected true"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "CONFIG_FILE": "/nonexistent/c.yaml"}, "cannot read MIG config"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "CDI_ENABLED": "sometimes"}, "CDI_ENABLED='sometimes'"),
