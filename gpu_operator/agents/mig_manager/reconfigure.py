@@ -224,12 +224,16 @@ class Reconfigurer:
             if layout.enabled:
                 self._hardware.create(index, layout.devices)
 
-    def _rollback(self, previous: list[GpuMigState]) -> None:
+    def _rollback(self, previous: list[GpuMigState], name: str, error: Exception) -> ReconfigureFailed:
+        """Put the previous layout back; the failure to report, saying whether that worked."""
         plan = {g.index: GpuLayout(g.enabled, g.devices) for g in previous if g.capable}
         try:
             self._apply(plan, self._hardware.gpus())
-        except (MigHardwareError, pynvml.NVMLError) as error:
-            _log.error("could not restore the previous MIG layout: %s", error)
+        except (MigHardwareError, pynvml.NVMLError) as rollback_error:
+            return ReconfigureFailed(
+                f"applying {name!r} failed: {error}; restoring the previous layout failed too: {rollback_error}"
+            )
+        return ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}")
 
     # -- the whole sequence --------------------------------------------------------------------------------
 
@@ -264,15 +268,16 @@ class Reconfigurer:
             try:
                 self._apply(plan, gpus)
             except MigModePending as error:
-                if self._settings.with_reboot and self._reboot is not None:
-                    self._set_state("rebooting", f"{error}; rebooting the node")
+                if not (self._settings.with_reboot and self._reboot is not None):
+                    raise self._rollback(gpus, name, error) from error
+                self._set_state("rebooting", f"{error}; rebooting the node")
+                try:
                     self._reboot()
-                    return "rebooting"
-                self._rollback(gpus)
-                raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error
+                except MigHardwareError as reboot_error:
+                    raise self._rollback(gpus, name, reboot_error) from reboot_error
+                return "rebooting"
             except (MigHardwareError, pynvml.NVMLError) as error:
-                self._rollback(gpus)
-                raise ReconfigureFailed(f"applying {name!r} failed, previous layout restored: {error}") from error
+                raise self._rollback(gpus, name, error) from error
             if self._after_apply is not None:
                 self._after_apply()
             self._delete_pods(_VALIDATOR_AFTER)

@@ -57,7 +57,7 @@ def library() -> PendingModeLibrary:
 
 
 def _manager(server: FakeApiServer, library: PendingModeLibrary, tmp_path: Path, commands: list[list[str]],
-             *, resets: bool, with_reboot: bool) -> Reconfigurer:
+             *, resets: bool, with_reboot: bool, reboot_answer: tuple[int, str] = (0, "")) -> Reconfigurer:
     config = tmp_path / "config.yaml"
     config.write_text(to_yaml(default_config()))
 
@@ -65,7 +65,7 @@ def _manager(server: FakeApiServer, library: PendingModeLibrary, tmp_path: Path,
         commands.append(list(command))
         if resets and "nvidia-smi" in command:
             library.reset()
-        return 0, ""
+        return reboot_answer if "reboot" in command else (0, "")
 
     host = HostActions("/run/nvidia/driver", runner=runner)
     return Reconfigurer(
@@ -122,3 +122,15 @@ def test_reboot_then_finish_or_fail(server: FakeApiServer, library: PendingModeL
     assert manager.reconfigure("all-1g.10gb") == "success"
     assert _labels(server)[DEVICE_PLUGIN] == "true"
     assert all(g.devices == {"1g.10gb": 7} for g in MigHardware(library).gpus())
+
+
+def test_a_failed_reboot_is_failed_with_labels_back(
+    server: FakeApiServer, library: PendingModeLibrary, tmp_path: Path
+) -> None:
+    manager = _manager(
+        server, library, tmp_path, [], resets=False, with_reboot=True, reboot_answer=(1, "reboot: not permitted")
+    )
+    assert manager.reconfigure("all-1g.10gb") == "failed"
+    reason = server.get("nodes", NODE)["metadata"]["annotations"][REASON_ANNOTATION]
+    assert "reboot failed (1): reboot: not permitted" in reason and "previous layout restored" in reason
+    assert _labels(server)[DEVICE_PLUGIN] == "true" and _labels(server)[STATE_LABEL] == "failed"
