@@ -1,8 +1,8 @@
-"""`GpuMonitoring`: the GPU fleet's alerting and recording rules (and dashboard), on a Kubernetes provider.
+"""`GpuMonitoring`: the GPU fleet's alerting and recording rules and Grafana dashboard, on a Kubernetes provider.
 
 The objects come from :func:`gpu_operator.render.monitoring.monitoring_objects`; this component only registers
 them. The PrometheusRule exists only where `cluster.prometheusOperator` says the Prometheus Operator's CRDs are
-installed. The exporters' ServiceMonitors are created by `GpuOperator` with their operands, as NVIDIA does. Give
+installed; the dashboard is a ConfigMap labelled for Grafana's sidecar (`grafana_dashboard: "1"`). The exporters' ServiceMonitors are created by `GpuOperator` with their operands, as NVIDIA does. Give
 it `depends_on=[operator]` (GpuCluster does) so the rules arrive with the exporters they read.
 """
 
@@ -34,7 +34,7 @@ class GpuMonitoringArgs(TypedDict):
 
 
 class GpuMonitoring(pulumi.ComponentResource):
-    """The GPU PrometheusRule (alerts with runbooks, utilisation recording rules)."""
+    """The GPU PrometheusRule (alerts with runbooks, utilisation recording rules) and dashboard ConfigMap."""
 
     objects: list[pulumi.CustomResource]
     alert_names: pulumi.Output[list[str]]

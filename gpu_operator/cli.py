@@ -2,6 +2,7 @@
 
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
+    gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
 
 Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
@@ -39,7 +40,7 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
-from gpu_operator.render.monitoring import monitoring_objects
+from gpu_operator.render.monitoring import dashboard_json, monitoring_objects
 from gpu_operator.render.network import network_objects, network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
@@ -79,7 +80,7 @@ def _path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -92,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     values.add_argument("values", type=_path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest")
     values.add_argument("-n", "--namespace", default="gpu-operator", help="namespace of the operands")
+
+    dashboard = commands.add_parser("dashboard", help="write the GPU fleet's Grafana dashboard (JSON)")
+    dashboard.add_argument("-f", "--file", type=_path,
+                           help="config document or Pulumi stack file (default: the built-in default stack)")
+    dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
     return parser
 
 
@@ -257,7 +263,34 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
 
 
 #: command → its function, which writes what goes to stdout into `out` (written once it has all succeeded)
-_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {"render": _render, "import-values": _import_values}
+def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    from gpu_operator.config.loader import load_document
+
+    loaded = load_document(args.file)
+    for message in loaded.notes:
+        _note(message)
+    text = dashboard_json(parse_config(loaded.document, source=loaded.source))
+    if args.output is None:
+        out.write(text)
+        return 0
+    target: Path = args.output
+    if target.is_dir():
+        raise ConfigError([Problem("", "is a directory: name the dashboard's JSON file, e.g. gpu-dashboard.json")],
+                          str(target))
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError([Problem("", f"cannot be written: {error.strerror or error}; name a file in a writable "
+                                       "directory")], str(target)) from None
+    print(f"wrote the Grafana dashboard to {target}", file=sys.stderr)
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "render": _render,
+    "import-values": _import_values,
+    "dashboard": _dashboard,
+}
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace | int:

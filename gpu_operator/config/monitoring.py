@@ -4,6 +4,7 @@
 monitoring:
   enabled: true                            # the GPU dashboard ConfigMap, and the rules where they can exist
   prometheusRules: null                    # unset: where cluster.prometheusOperator says the CRDs exist
+  dashboard: null                          # the Grafana dashboard ConfigMap; unset: likewise
   ruleLabels: {release: kube-prometheus}   # labels the Prometheus `ruleSelector` matches
   thresholds:
     gpuTemperatureCelsius: 85
@@ -14,7 +15,9 @@ monitoring:
 
 Every threshold has a default a GPU SRE would start from; `for` durations are Prometheus durations. The
 PrometheusRule is a Prometheus Operator object, so it is rendered only with `cluster.prometheusOperator`; asking
-for it (`prometheusRules: true`) without that is a config error, like an enabled ServiceMonitor.
+for it (`prometheusRules: true`) without that is a config error, like an enabled ServiceMonitor. The dashboard's
+ConfigMap needs no CRD: unset, it comes with the Prometheus Operator (whose kube-prometheus-stack runs the Grafana
+sidecar that loads it); `dashboard: true` renders it anywhere.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ class MonitoringSpec(ConfigModel):
     prometheus_rules: bool | None = Field(
         default=None, description="render the PrometheusRule; unset follows cluster.prometheusOperator"
     )
+    dashboard: bool | None = Field(
+        default=None, description="render the Grafana dashboard ConfigMap; unset follows cluster.prometheusOperator"
+    )
     rule_labels: dict[str, str] = Field(
         default_factory=dict, description="labels on the PrometheusRule, for the Prometheus ruleSelector"
     )
@@ -61,3 +67,9 @@ class MonitoringSpec(ConfigModel):
         if not self.enabled:
             return False
         return prometheus_operator if self.prometheus_rules is None else self.prometheus_rules
+
+    def dashboard_wanted(self, prometheus_operator: bool) -> bool:
+        """Whether the Grafana dashboard ConfigMap is rendered."""
+        if not self.enabled:
+            return False
+        return prometheus_operator if self.dashboard is None else self.dashboard

@@ -26,9 +26,12 @@ def _rules_need_prometheus_operator(doc: GpuStackConfig) -> Iterator[Problem]:
         )
 
 
-def _rules_need_monitoring(doc: GpuStackConfig) -> Iterator[Problem]:
-    if doc.monitoring.prometheus_rules and not doc.monitoring.enabled:
-        yield Problem("monitoring.prometheusRules", "monitoring.enabled is false: set it true, or drop prometheusRules")
+def _parts_need_monitoring(doc: GpuStackConfig) -> Iterator[Problem]:
+    if doc.monitoring.enabled:
+        return
+    for key, asked in (("prometheusRules", doc.monitoring.prometheus_rules), ("dashboard", doc.monitoring.dashboard)):
+        if asked:
+            yield Problem(f"monitoring.{key}", f"monitoring.enabled is false: set it true, or drop {key}")
 
 
-MONITORING_CHECKS: tuple[Check, ...] = (_rules_need_prometheus_operator, _rules_need_monitoring)
+MONITORING_CHECKS: tuple[Check, ...] = (_rules_need_prometheus_operator, _parts_need_monitoring)

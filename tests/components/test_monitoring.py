@@ -59,3 +59,10 @@ def test_asking_for_rules_without_the_prometheus_operator_names_both_fields() ->
         run_program(_program({"monitoring": {"prometheusRules": True}}))
     assert "monitoring.prometheusRules" in str(raised.value)
     assert "cluster.prometheusOperator" in str(raised.value)
+
+
+def test_the_dashboard_configmap_is_a_child_labelled_for_the_grafana_sidecar(recording: Recording) -> None:
+    [component] = recording.of_type(TOKEN)
+    [configmap] = [r for r in recording.of_type("kubernetes:core/v1:ConfigMap") if r.parent == component.urn]
+    assert configmap.inputs["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert '"uid": "gpu-operator-fleet"' in configmap.inputs["data"]["gpu-operator-fleet.json"]

@@ -1,4 +1,4 @@
-"""Monitoring objects for the GPU fleet: the PrometheusRule, and the metrics the exporters emit.
+"""Monitoring objects for the GPU fleet: the PrometheusRule, the Grafana dashboard, and the metrics they may read.
 
 Pure render functions (no Pulumi): they take the config document and give Kubernetes objects as dicts.
 The exporters' ServiceMonitors stay with their operands (`render/operands/dcgm_exporter.py`,
@@ -12,10 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.render.monitoring.dashboard import dashboard_json, render_dashboard_configmap
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.rules import RULE_NAME, render_prometheus_rule
 
-__all__ = ["RULE_NAME", "emitted_metrics", "monitoring_objects", "render_prometheus_rule"]
+__all__ = [
+    "RULE_NAME",
+    "dashboard_json",
+    "emitted_metrics",
+    "monitoring_objects",
+    "render_dashboard_configmap",
+    "render_prometheus_rule",
+]
 
 
 def monitoring_objects(config: GpuStackConfig) -> list[dict[str, Any]]:
@@ -23,4 +31,6 @@ def monitoring_objects(config: GpuStackConfig) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     if config.monitoring.rules_wanted(config.cluster.prometheus_operator):
         objects.append(render_prometheus_rule(config))
+    if config.monitoring.dashboard_wanted(config.cluster.prometheus_operator):
+        objects.append(render_dashboard_configmap(config))
     return objects
