@@ -35,9 +35,12 @@ PROMETHEUS_METRICS = frozenset({"up"})
 
 
 def default_counters_csv() -> str:
-    """The exporter's default collectors CSV, as shipped with the metrics exporter."""
-    package = resources.files("gpu_operator.agents.metrics_exporter")
-    return package.joinpath("default-counters.csv").read_text(encoding="utf-8")
+    """The exporter's default collectors CSV, as shipped with the metrics exporter.
+
+    Read as package data of `gpu_operator`, so rendering does not import the agents (NVML, gRPC).
+    """
+    data = resources.files("gpu_operator").joinpath("agents", "metrics_exporter", "default-counters.csv")
+    return data.read_text(encoding="utf-8")
 
 
 def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
