@@ -2,8 +2,9 @@
 
 The objects come from :func:`gpu_operator.render.monitoring.monitoring_objects`; this component only registers
 them. The PrometheusRule exists only where `cluster.prometheusOperator` says the Prometheus Operator's CRDs are
-installed; the dashboard is a ConfigMap labelled for Grafana's sidecar (`grafana_dashboard: "1"`). The exporters' ServiceMonitors are created by `GpuOperator` with their operands, as NVIDIA does. Give
-it `depends_on=[operator]` (GpuCluster does) so the rules arrive with the exporters they read.
+installed; the dashboard is a ConfigMap labelled for Grafana's sidecar (`grafana_dashboard: "1"`). The
+exporters' ServiceMonitors are created by `GpuOperator` with their operands, as NVIDIA does. Give it
+`depends_on=[operator]` (GpuCluster does) so the rules arrive with the exporters they read.
 """
 
 from __future__ import annotations
