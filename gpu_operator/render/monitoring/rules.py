@@ -4,8 +4,8 @@ The metrics each rule reads are found by parsing its PromQL; an alert whose metr
 not emit (ECC double-bit errors and pending row remaps are not in the default collectors, the node-status gauges
 need the node status exporter) is left out rather than rendered silent. Every alert carries `summary`,
 `description` and a `runbook` annotation saying what to check next. Series labels are the metrics exporter's
-(`hostname`, `gpu`, `UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's ServiceMonitor keeps
-`honorLabels: false`, so Prometheus's own target labels win.
+(`hostname`, `gpu`, `UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's
+ServiceMonitor keeps `honorLabels: false`, so Prometheus's own target labels win.
 """
 
 from __future__ import annotations
