@@ -12,6 +12,7 @@ from gpu_operator.cli import main
 from gpu_operator.config import load_config
 from gpu_operator.render import render
 from gpu_operator.render.aks import agent_pool_resources
+from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
 
 CREATED = """
@@ -30,7 +31,8 @@ def test_default_stack_writes_its_pool_as_arm_json(tmp_path: Path) -> None:
     assert document == agent_pool_resources(load_config(None))[0]
     assert document["properties"]["gpuProfile"] == {"driver": "None"}
     manifests = sorted(p.name for p in tmp_path.glob("*.yaml"))
-    assert len(manifests) == len(network_objects(load_config(None))) + len(render(load_config(None)))
+    config = load_config(None)
+    assert len(manifests) == len(network_objects(config)) + len(render(config)) + len(monitoring_objects(config))
 
 
 def test_a_created_cluster_is_written_too_and_stale_documents_go(tmp_path: Path) -> None:

@@ -292,6 +292,18 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"cluster": {"prometheusOperator": True}, "operator": {"dcgmExporter": {"serviceMonitor": {"enabled": True}}}},
     ),
     (
+        "_rules_need_prometheus_operator",
+        {"monitoring": {"prometheusRules": True}},
+        "monitoring.prometheusRules",
+        {"cluster": {"prometheusOperator": True}, "monitoring": {"prometheusRules": True}},
+    ),
+    (
+        "_parts_need_monitoring",
+        {"monitoring": {"enabled": False, "dashboard": True}},
+        "monitoring.dashboard",
+        {"monitoring": {"enabled": True, "dashboard": True}},
+    ),
+    (
         "_pools_need_an_aks_cluster",
         {"pools": [{**H100, "osSKU": "Ubuntu2204"}]},
         "aks",
