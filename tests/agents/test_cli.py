@@ -12,6 +12,7 @@ def test_known_agents() -> None:
         "device-plugin": "gpu_operator.agents.device_plugin.command",
         "feature-discovery": "gpu_operator.agents.feature_discovery.command",
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
+        "mig-manager": "gpu_operator.agents.mig_manager.command",
         "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
         "validator": "gpu_operator.agents.validator.command",
     }
