@@ -168,7 +168,7 @@ ALERTS: tuple[Alert, ...] = (
             f"{metric} == 0",
             "{t.node_not_ready_for}",
             "warning",
-            f"{title} is not ready on {{{{ $labels.instance }}}}",
+            f"{title} is not ready on node {{{{ $labels.node }}}}",
             f"The node status exporter reports the {what} barrier closed.",
             f"Read the {what} pod's logs on the node and the nvidia-operator-validator's init containers.",
         )
@@ -184,7 +184,7 @@ ALERTS: tuple[Alert, ...] = (
         "gpu_operator_node_device_plugin_devices_total == 0",
         "{t.node_not_ready_for}",
         "critical",
-        "The device plugin on {{ $labels.instance }} advertises 0 GPUs",
+        "The device plugin on node {{ $labels.node }} advertises 0 GPUs",
         "Pods requesting nvidia.com/gpu cannot be scheduled on this node.",
         "Read the nvidia-device-plugin pod's logs; check the driver with `nvidia-smi`; check MIG strategy labels.",
     ),
