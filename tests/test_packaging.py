@@ -216,12 +216,28 @@ def _third_party(module: str) -> bool:
     return module.split(".")[0] not in sys.stdlib_module_names and module.split(".")[0] != "gpu_operator"
 
 
+#: Pure-data packages shared by the renderer and the agents (the MIG catalog and default config).
+SHARED_WITH_AGENTS = ("gpu_operator.mig",)
+
+
 def test_agents_import_only_the_agents_package_of_this_project() -> None:
     outside = sorted(
         f"{path.relative_to(REPO_ROOT)}: {module}" for path, module in _imports()
-        if module.startswith("gpu_operator.") and not module.startswith("gpu_operator.agents")
+        if module.startswith("gpu_operator.") and not module.startswith(("gpu_operator.agents", *SHARED_WITH_AGENTS))
     )
     assert not outside, "agents must not import the deployment side:\n" + "\n".join(outside)
+
+
+def test_shared_packages_import_only_themselves() -> None:
+    for package in SHARED_WITH_AGENTS:
+        root = REPO_ROOT / package.replace(".", "/")
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                )
+                for module in modules:
+                    assert not module.startswith("gpu_operator.") or module.startswith(package), (path, module)
 
 
 def test_agents_requirements_name_exactly_what_the_agents_import() -> None:

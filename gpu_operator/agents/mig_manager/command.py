@@ -26,14 +26,19 @@ from gpu_operator.agents.device_plugin.driver_ready import read_driver_ready
 from gpu_operator.agents.kube.errors import AlreadyExists, KubeError
 from gpu_operator.agents.kube.resources import CONFIG_MAPS, NODES
 from gpu_operator.agents.mig_manager.cdi import CdiRefresh
-from gpu_operator.agents.mig_manager.config import MigConfigError, load_config, parse_config
+from gpu_operator.agents.mig_manager.config import (
+    MigConfigError,
+    MigPartedConfig,
+    load_config,
+    parse_config,
+    read_document,
+)
 from gpu_operator.agents.mig_manager.generated import generated_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.host import HostActions
 from gpu_operator.agents.mig_manager.reconfigure import CONFIG_LABEL, Reconfigurer, Settings
 from gpu_operator.agents.nvml.selection import open_nvml
 from gpu_operator.agents.nvml.underlying import library_of
-from gpu_operator.config.mig_parted import MigPartedConfig
 from gpu_operator.mig import to_yaml
 
 __all__ = ["build_parser", "main"]
@@ -81,7 +86,8 @@ def _config(
     document = generated_config(hardware)
     fallback = args.default_config_file or env.get("DEFAULT_CONFIG_FILE")
     if fallback:
-        for name, layouts in load_config(fallback).to_document()["mig-configs"].items():
+        load_config(fallback)  # a bad fallback file is an error, not a silently smaller config
+        for name, layouts in read_document(Path(fallback).read_text(), fallback)["mig-configs"].items():
             document["mig-configs"].setdefault(name, layouts)
     text = to_yaml(document)
     try:

@@ -27,9 +27,8 @@ from gpu_operator.agents.kube.client import KubeClient
 from gpu_operator.agents.kube.errors import KubeError, NotFound
 from gpu_operator.agents.kube.resources import NODES, PODS
 from gpu_operator.agents.mig_manager.cdi import CdiError
-from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, select
+from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, MigPartedConfig, select
 from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError, MigModePending
-from gpu_operator.config.mig_parted import MigPartedConfig
 
 __all__ = [
     "CONFIG_LABEL",
