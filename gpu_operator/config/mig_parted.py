@@ -1,60 +1,24 @@
-"""mig-parted's config file (api/spec/v1): named MIG layouts that `nvidia.com/mig.config` selects per node."""
+"""mig-parted's config file as a section of the config document (`configs.migManager`).
+
+The model is :mod:`gpu_operator.mig.parted`, shared with the MIG manager agent; in a config document the
+`version` may be left out (it can only be `v1`).
+"""
 
 from __future__ import annotations
 
-import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
-
-from gpu_operator.config.base import ConfigModel
+from gpu_operator.mig.parted import MIG_PROFILE_PATTERN, MigDeviceLayout
+from gpu_operator.mig.parted import MigPartedConfig as MigPartedFile
 
 __all__ = ["MigDeviceLayout", "MigPartedConfig", "MIG_PROFILE_PATTERN"]
 
-#: go-nvlib profile strings: 1g.10gb, 1c.2g.20gb, 1g.10gb+me, 1g.24gb+gfx, 1g.24gb-me, 1g.24gb+me.all
-MIG_PROFILE_PATTERN = re.compile(r"^([1-8]c\.)?[1-8]g\.[0-9]+gb([+-](me|gfx|me\.all))?$")
-_PCI_ID = re.compile(r"^0x[0-9A-Fa-f]{8}$")
 
-
-class MigDeviceLayout(ConfigModel):
-    """The MIG layout for a set of GPUs on a node."""
-
-    device_filter: str | tuple[str, ...] | None = Field(default=None, alias="device-filter")
-    devices: Literal["all"] | tuple[int, ...]
-    mig_enabled: bool = Field(alias="mig-enabled")
-    mig_devices: dict[str, int] = Field(default={}, alias="mig-devices")
-
-    @field_validator("device_filter")
-    @classmethod
-    def _pci_ids(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
-        for pci_id in (value,) if isinstance(value, str) else value or ():
-            if not _PCI_ID.match(pci_id):
-                raise ValueError(f"{pci_id!r} is not a PCI device id such as '0x233510DE'")
-        return value
-
-    @field_validator("mig_devices")
-    @classmethod
-    def _profiles(cls, value: dict[str, int]) -> dict[str, int]:
-        for profile, count in value.items():
-            if not MIG_PROFILE_PATTERN.match(profile):
-                raise ValueError(f"{profile!r} is not a MIG profile such as '1g.10gb' or '1g.10gb+me'")
-            if count < 0:
-                raise ValueError(f"count for {profile!r} must not be negative")
-        return value
-
-
-class MigPartedConfig(ConfigModel):
-    """A whole mig-parted config file: `version: v1` and the named layouts."""
+class MigPartedConfig(MigPartedFile):
+    """A whole mig-parted config: `version: v1` (the default here) and the named layouts."""
 
     version: Literal["v1"] = "v1"
-    mig_configs: dict[str, tuple[MigDeviceLayout, ...]] = Field(alias="mig-configs")
 
-    @field_validator("mig_configs")
-    @classmethod
-    def _non_empty(cls, value: dict[str, tuple[MigDeviceLayout, ...]]) -> dict[str, tuple[MigDeviceLayout, ...]]:
-        if not value:
-            raise ValueError("define at least one MIG config")
-        empty = sorted(name for name, layouts in value.items() if not layouts)
-        if empty:
-            raise ValueError(f"MIG config(s) without any device layout: {', '.join(empty)}")
-        return value
+    def to_document(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
+        """The config as mig-parted's file format (its own dashed keys), as every config model offers."""
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=exclude_defaults, exclude_none=True)

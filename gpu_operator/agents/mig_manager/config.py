@@ -7,15 +7,15 @@ node's GPUs. When several layouts of a config match a GPU, the last one wins, as
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from gpu_operator.mig.matching import normal_pci_id
+from gpu_operator.mig.parted import MigDeviceLayout, MigPartedConfig
 
 __all__ = [
     "GpuLayout",
@@ -27,58 +27,6 @@ __all__ = [
     "read_document",
     "select",
 ]
-
-#: go-nvlib profile strings: 1g.10gb, 1c.2g.20gb, 1g.10gb+me, 1g.24gb+gfx, 1g.24gb-me, 1g.24gb+me.all
-_PROFILE = re.compile(r"^([1-8]c\.)?[1-8]g\.[0-9]+gb([+-](me|gfx|me\.all))?$")
-_PCI_ID = re.compile(r"^0x[0-9A-Fa-f]{8}$")
-
-
-class MigDeviceLayout(BaseModel):
-    """The MIG layout for a set of GPUs (the agent's reading of the file; agents import no deployment code)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    device_filter: str | tuple[str, ...] | None = Field(default=None, alias="device-filter")
-    devices: Literal["all"] | tuple[int, ...]
-    mig_enabled: bool = Field(alias="mig-enabled")
-    mig_devices: dict[str, int] = Field(default={}, alias="mig-devices")
-
-    @field_validator("device_filter")
-    @classmethod
-    def _pci_ids(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
-        for pci_id in (value,) if isinstance(value, str) else value or ():
-            if not _PCI_ID.match(pci_id):
-                raise ValueError(f"{pci_id!r} is not a PCI device id such as '0x233510DE'")
-        return value
-
-    @field_validator("mig_devices")
-    @classmethod
-    def _profiles(cls, value: dict[str, int]) -> dict[str, int]:
-        for profile, count in value.items():
-            if not _PROFILE.match(profile):
-                raise ValueError(f"{profile!r} is not a MIG profile such as '1g.10gb' or '1g.10gb+me'")
-            if count < 0:
-                raise ValueError(f"count for {profile!r} must not be negative")
-        return value
-
-
-class MigPartedConfig(BaseModel):
-    """A whole mig-parted config file: `version: v1` and the named layouts."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    version: Literal["v1"]
-    mig_configs: dict[str, tuple[MigDeviceLayout, ...]] = Field(alias="mig-configs")
-
-    @field_validator("mig_configs")
-    @classmethod
-    def _non_empty(cls, value: dict[str, tuple[MigDeviceLayout, ...]]) -> dict[str, tuple[MigDeviceLayout, ...]]:
-        if not value:
-            raise ValueError("define at least one MIG config")
-        empty = sorted(name for name, layouts in value.items() if not layouts)
-        if empty:
-            raise ValueError(f"MIG config(s) without any device layout: {', '.join(empty)}")
-        return value
 
 
 class MigConfigError(ValueError):
