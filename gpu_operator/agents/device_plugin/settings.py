@@ -20,7 +20,8 @@ from typing import Any
 
 from gpu_operator.agents import options
 from gpu_operator.agents.nvml import NVML_ENV
-from gpu_operator.agents.plugin_config import PluginConfig, PluginConfigError, load_plugin_config
+from gpu_operator.agents.plugin_config import PluginConfig
+from gpu_operator.agents.plugin_config.settings import resolve_values
 from gpu_operator.agents.values import parse_bool, parse_duration
 
 __all__ = [
@@ -236,31 +237,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_arguments(parser, OPTIONS)
 
 
-def _value(option: Option, cli: Mapping[str, str | None], environ: Mapping[str, str], config: PluginConfig) -> Any:
-    text, source = options.given(option, cli, environ)
-    if text is not None:
-        return options.parse_given(option, text, source, SettingsError)
-    in_file = None if option.file_path is None else config.flag(*option.file_path)
-    if in_file is None:
-        return option.default
-    where = "config file flags." + ".".join(option.file_path or ())
-    try:
-        return (option.from_file or (lambda v: option.parse(str(v))))(in_file)
-    except (ValueError, TypeError) as error:
-        raise SettingsError(f"invalid value {in_file!r} for {where}: {error}") from error
-
-
-def _config_file(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> tuple[str, PluginConfig]:
-    option = next(o for o in OPTIONS if o.name == "config_file")
-    path = _value(option, cli, environ, PluginConfig())
-    if not path:
-        return "", PluginConfig()
-    try:
-        return path, load_plugin_config(path)
-    except PluginConfigError as error:
-        raise SettingsError(f"unable to load config file {path}: {error}") from error
-
-
 def _check(settings: Settings) -> Settings:
     sharing = settings.plugin_config.sharing
     if sharing.mps is not None and sharing.mps.replicates():
@@ -273,6 +249,5 @@ def _check(settings: Settings) -> Settings:
 
 def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
     """Settings from parsed flags (name -> text or None), the environment, and the config file they name."""
-    path, config = _config_file(cli, environ)
-    values = {o.name: _value(o, cli, environ, config) for o in OPTIONS if o.name != "config_file"}
+    path, config, values = resolve_values(OPTIONS, cli, environ, SettingsError)
     return _check(Settings(config_file=path, plugin_config=config, **values))
