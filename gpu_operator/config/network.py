@@ -227,7 +227,29 @@ class RdmaSelectors(ConfigModel):
         return self
 
 
-class RdmaSharedPluginSpec(ConfigModel):
+class _RdmaDevicePlugin(ConfigModel):
+    """What both RDMA device plugins share: the extended resource `<resourcePrefix>/<resourceName>` they advertise
+    (each plugin declares the two fields with its own defaults)."""
+
+    resource_prefix: str
+    resource_name: str
+
+    @field_validator("resource_name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_resource_name(value)
+
+    @field_validator("resource_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        return check_resource_prefix(value)
+
+    @property
+    def resource(self) -> str:
+        return f"{self.resource_prefix}/{self.resource_name}"
+
+
+class RdmaSharedPluginSpec(_RdmaDevicePlugin):
     """k8s-rdma-shared-dev-plugin: every pod sees all matched HCAs; `rdmaHcaMax` pods per node share them."""
 
     image: NetworkImage = _mellanox("k8s-rdma-shared-dev-plugin")
@@ -236,22 +258,8 @@ class RdmaSharedPluginSpec(ConfigModel):
     rdma_hca_max: int = Field(default=63, ge=1, le=1000)
     selectors: RdmaSelectors = RdmaSelectors()
 
-    @field_validator("resource_name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_resource_name(value)
 
-    @field_validator("resource_prefix")
-    @classmethod
-    def _prefix(cls, value: str) -> str:
-        return check_resource_prefix(value)
-
-    @property
-    def resource(self) -> str:
-        return f"{self.resource_prefix}/{self.resource_name}"
-
-
-class SriovPluginSpec(ConfigModel):
+class SriovPluginSpec(_RdmaDevicePlugin):
     """sriov-network-device-plugin: one `rdma/ib` unit per InfiniBand virtual function, RDMA devices mounted."""
 
     image: NetworkImage = _mellanox("sriov-network-device-plugin")
@@ -259,20 +267,6 @@ class SriovPluginSpec(ConfigModel):
     resource_name: str = "ib"
     vendors: tuple[str, ...] = ("15b3",)
     link_types: tuple[str, ...] = ("infiniband",)
-
-    @field_validator("resource_name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_resource_name(value)
-
-    @field_validator("resource_prefix")
-    @classmethod
-    def _prefix(cls, value: str) -> str:
-        return check_resource_prefix(value)
-
-    @property
-    def resource(self) -> str:
-        return f"{self.resource_prefix}/{self.resource_name}"
 
 
 class IpPoolSpec(ConfigModel):
