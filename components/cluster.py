@@ -163,7 +163,8 @@ class GpuCluster(pulumi.ComponentResource):
         if network_wanted(config.network, config.pools):
             self.network_operator = NetworkOperator(
                 f"{name}-network",
-                {"provider": self.kubernetes_provider, "config": config},
+                {"provider": self.kubernetes_provider, "config": config,
+                 "kubeconfig": self.cluster.provider_kubeconfig},
                 pulumi.ResourceOptions(parent=self, depends_on=pools or None,
                                        deleted_with=self.cluster.managed_cluster),
             )

@@ -12,15 +12,19 @@ Give the GPU operator `depends_on=[network_operator]` (GpuCluster does): it is t
 NicClusterPolicy exists, so its driver never starts before the MOFED driver container is scheduled. By default
 `pulumi up` does not wait for MOFED being loaded on each node (the operator compiles it there, minutes later;
 the legacy peermem sidecar waits for it on the node, `/run/mellanox/drivers/.driver-ready`). With
-`network.waitForMofed`, the policy is created only once its state is `ready` (the provider's `pulumi.com/waitFor`
-await, up to `network.mofedTimeoutSeconds`), so whatever depends on this component, the GPU operator included,
-waits for MOFED on every InfiniBand node; `mofed_ready` says which of the two happened.
+`network.waitForMofed` (and the `kubeconfig` argument), a :class:`MofedReadiness` child waits, after the policy,
+until every InfiniBand node carries `network.nvidia.com/operator.mofed.wait=false` (the label Azure's scripts
+poll; at least the IB pools' initial node count, up to `network.mofedTimeoutSeconds`), so whatever depends on
+this component, the GPU operator included, waits for MOFED on every InfiniBand node; `mofed_ready` says which of
+the two happened.
 The objects come from :func:`gpu_operator.render.network.render_network`; this component only registers them.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import hashlib
+import json
+from typing import Any, NotRequired, TypedDict
 from collections.abc import Mapping
 
 import pulumi
@@ -28,6 +32,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
 from gpu_operator.components.kubernetes_objects import register_object
+from gpu_operator.components.mofed_readiness import MofedReadiness
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.network import render_network
 
@@ -36,10 +41,9 @@ __all__ = ["NetworkOperator", "NetworkOperatorArgs", "TOKEN"]
 TOKEN = "gpu-operator:index:NetworkOperator"
 
 
-def _wait_for_ready(timeout_seconds: int) -> dict[str, str]:
-    """The provider's await annotations: the policy counts as created once its state is ready, which the
-    operator reports when every component, the MOFED driver on every InfiniBand node included, is ready."""
-    return {"pulumi.com/waitFor": "jsonpath={.status.state}=ready", "pulumi.com/timeoutSeconds": str(timeout_seconds)}
+def _digest(obj: Mapping[str, Any]) -> str:
+    """A digest of a rendered object's spec: MOFED readiness is waited for again when it changes."""
+    return hashlib.sha256(json.dumps(obj.get("spec", {}), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class NetworkOperatorArgs(TypedDict):
@@ -49,6 +53,8 @@ class NetworkOperatorArgs(TypedDict):
     """The config document; its `network` section (on by default with InfiniBand pools)."""
     provider: k8s.Provider
     """The Kubernetes provider of the target cluster."""
+    kubeconfig: NotRequired[pulumi.Input[str]]
+    """The cluster's kubeconfig (the provider's): needed with `network.waitForMofed`, to read the nodes' labels."""
 
 
 class NetworkOperator(pulumi.ComponentResource):
@@ -59,10 +65,12 @@ class NetworkOperator(pulumi.ComponentResource):
     node_feature_rule: pulumi.CustomResource
     nic_cluster_policy: pulumi.CustomResource
     ipoib: list[pulumi.CustomResource]
+    mofed_readiness: MofedReadiness | None
+    """With `network.waitForMofed`: the resource created once MOFED is ready on every InfiniBand node."""
     mofed_ready: pulumi.Output[bool]
-    """With `network.waitForMofed`: true once the NicClusterPolicy reported `ready` (MOFED loaded on every IB
-    node); a resource that depends on this component waits for it. Without it: false, known once the policy
-    exists (nothing waited for MOFED)."""
+    """With `network.waitForMofed`: true once every InfiniBand node reported MOFED ready
+    (`network.nvidia.com/operator.mofed.wait=false`); a resource that depends on this component waits for it.
+    Without it: false, known once the policy exists (nothing waited for MOFED)."""
     rdma_resource_names: pulumi.Output[list[str]]
     """The RDMA extended resources pods can request (`rdma/ib`, `rdma/shared_ib`)."""
 
@@ -75,6 +83,11 @@ class NetworkOperator(pulumi.ComponentResource):
             raise ConfigError([Problem("network.enabled", "the Network Operator is off for this config (no pool has "
                                                           "InfiniBand, or network.enabled: false); set "
                                                           "network.enabled: true or do not create a NetworkOperator")])
+        kubeconfig = args.get("kubeconfig")
+        if config.network.wait_for_mofed and kubeconfig is None:
+            raise ConfigError([Problem("network.waitForMofed", f"{where} needs the cluster's kubeconfig to read the "
+                                                               "nodes' MOFED labels; pass args['kubeconfig'] (the "
+                                                               "provider's) or set network.waitForMofed: false")])
         super().__init__(TOKEN, name, {}, opts)
         deleted_with = opts.deleted_with if opts is not None else None
 
@@ -95,11 +108,23 @@ class NetworkOperator(pulumi.ComponentResource):
         )
         self.node_feature_rule = register_object(name, rendered.node_feature_rule, options(self.chart))
         policy = rendered.nic_cluster_policy
-        if config.network.wait_for_mofed:
-            policy = {**policy, "metadata": {**policy["metadata"], "annotations": {
-                **policy["metadata"].get("annotations", {}), **_wait_for_ready(config.network.mofed_timeout_seconds)}}}
         self.nic_cluster_policy = register_object(name, policy, options(self.node_feature_rule))
-        self.mofed_ready = self.nic_cluster_policy.id.apply(lambda _: config.network.wait_for_mofed)
+        self.mofed_readiness = None
+        if config.network.wait_for_mofed:
+            ib_pools = [pool for pool in config.pools if pool.has_infiniband]
+            self.mofed_readiness = MofedReadiness(
+                f"{name}-mofed-ready",
+                kubeconfig,
+                pools=[pool.name for pool in ib_pools],
+                expected_nodes=sum(pool.initial_count for pool in ib_pools),
+                policy_digest=_digest(policy),
+                timeout_seconds=config.network.mofed_timeout_seconds,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.nic_cluster_policy],
+                                            deleted_with=deleted_with),
+            )
+            self.mofed_ready = self.mofed_readiness.ready
+        else:
+            self.mofed_ready = self.nic_cluster_policy.id.apply(lambda _: False)
         self.ipoib = []
         for obj in rendered.ipoib:
             self.ipoib.append(register_object(name, obj, options(self.nic_cluster_policy, *self.ipoib)))

@@ -13,7 +13,7 @@ network:
   ipoib: {master: ibP257p0s0, ipPool: {subnet: 192.168.0.0/16, perNodeBlockSize: 256}}
   docaTelemetry: false
   vfDeviceIds: []               # default: the IB virtual-function PCI ids of the pools' NIC generations
-  waitForMofed: false           # true: `pulumi up` waits until the NicClusterPolicy is ready (MOFED on every IB node)
+  waitForMofed: false           # true: `pulumi up` waits for mofed.wait=false on every IB node before the GPU operator
 ```
 
 The device-plugin configs are modelled with the keys the plugins' own schemas accept, so a config that would be
@@ -344,7 +344,8 @@ class NetworkSpec(ConfigModel):
         repository="nvcr.io/nvidia/doca", image="doca_telemetry", version="1.25.5-doca3.4.0-host"
     )
     vf_device_ids: tuple[str, ...] = Field(default=(), alias="vfDeviceIds")
-    wait_for_mofed: bool = Field(default=False, description="pulumi up waits for the policy's state ready")
+    wait_for_mofed: bool = Field(
+        default=False, description="pulumi up waits for network.nvidia.com/operator.mofed.wait=false on every IB node")
     mofed_timeout_seconds: int = Field(default=3600, ge=60, description="how long pulumi up waits for it")
     values: dict[str, Any] = Field(default={}, description="extra network-operator chart values, merged last")
 

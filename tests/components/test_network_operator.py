@@ -108,21 +108,38 @@ def test_without_infiniband_nothing_is_registered() -> None:
     assert not recording.of_type(TOKEN)
 
 
-def test_waiting_for_mofed_is_the_providers_await_on_the_policy_state() -> None:
-    seen: dict[str, Any] = {}
-
+def test_waiting_for_mofed_is_a_readiness_resource_after_the_policy() -> None:
     def program(document: dict[str, Any]):
         def run() -> None:
             provider = k8s.Provider("cluster", kubeconfig="{}")
-            NetworkOperator("net", {"provider": provider, "config": document}).mofed_ready.apply(
-                lambda ready: seen.update(ready=ready))
+            network = NetworkOperator("net", {"provider": provider, "config": document, "kubeconfig": "kubeconfig: 1"})
+            GpuOperator("gpu", {"provider": provider, "config": document}, pulumi.ResourceOptions(depends_on=[network]))
         return run
 
-    waiting = {**DOCUMENT, "network": {"waitForMofed": True, "mofedTimeoutSeconds": 1200}}
-    recording = run_program(program(waiting))
-    annotations = _kind(recording, "NicClusterPolicy").inputs["metadata"]["annotations"]
-    assert annotations == {"pulumi.com/waitFor": "jsonpath={.status.state}=ready", "pulumi.com/timeoutSeconds": "1200"}
-    assert seen["ready"] is True
-    recording = run_program(program(DOCUMENT))
-    assert "annotations" not in _kind(recording, "NicClusterPolicy").inputs["metadata"]
-    assert seen["ready"] is False
+    waiting = {**DOCUMENT, "pools": [{"name": "h100", "vmSize": "Standard_ND96isr_H100_v5", "count": 3},
+                                     {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "count": 5}],
+               "network": {**DOCUMENT["network"], "waitForMofed": True, "mofedTimeoutSeconds": 1200}}
+    recording = run_program(program(waiting), mocks=SlowMocks({"pulumi-python:dynamic:Resource": 0.3}))
+    [readiness] = [r for r in recording.of_type("pulumi-python:dynamic:Resource")]
+    assert readiness.name == "net-mofed-ready"
+    assert readiness.inputs["expectedNodes"] == 3  # the IB pool's nodes only
+    assert readiness.inputs["pools"] == ["h100"]
+    assert readiness.inputs["timeoutSeconds"] == 1200
+    policy = _kind(recording, "NicClusterPolicy")
+    assert policy.urn in readiness.dependencies
+    assert "annotations" not in policy.inputs["metadata"]
+    # The GPU operator's objects are asked for only once MOFED readiness resolved (even when it is slow).
+    gpu_objects = [r for r in recording.of_type("kubernetes:") if r.name.startswith("gpu-")]
+    assert gpu_objects
+    ready_at = recording.position("resolved", "net-mofed-ready")
+    assert all(recording.position("register", r.name) > ready_at for r in gpu_objects)
+    recording = run_program(_program(DOCUMENT))
+    assert not recording.of_type("pulumi-python:dynamic:Resource")
+
+
+def test_waiting_for_mofed_without_a_kubeconfig_names_the_argument() -> None:
+    recording = Recording()
+    waiting = {**DOCUMENT, "network": {**DOCUMENT["network"], "waitForMofed": True}}
+    with pytest.raises(ConfigError, match=r"network.waitForMofed.*args\['kubeconfig'\]"):
+        run_program(_program(waiting), recording=recording)
+    assert not recording.of_type(TOKEN)
