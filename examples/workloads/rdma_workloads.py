@@ -6,7 +6,11 @@
 * `rdma-shared-test`: a pod with all GPUs and one `rdma/shared_ib` slot (shared device plugin; the config must
   list `shared` in `network.devicePlugins`, so it is left out otherwise);
 * `nccl-allreduce`: an NCCL all-reduce across two nodes with `torchrun`, as an Indexed Job (one pod per node,
-  rank from the completion index) with a headless Service for the rendezvous.
+  rank from the completion index) with a headless Service for the rendezvous: plain Kubernetes, no operator;
+* `nccl-allreduce-pytorchjob` (with `--pytorchjob`, instead of the Job): the same as a Kubeflow `PyTorchJob`
+  (`kubeflow.org/v1`; the Kubeflow training operator must run in the cluster), one Master and one Worker, rank
+  and rendezvous address from the environment the training operator injects (`RANK`, `MASTER_ADDR`,
+  `MASTER_PORT`).
 
 Every object comes from :func:`gpu_operator.workloads.rdma_workload`, so resources, `IPC_LOCK`, `/dev/shm`,
 node selector, tolerations and NCCL settings follow the pool.
@@ -25,6 +29,9 @@ from gpu_operator.workloads import rdma_workload
 
 IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 JOB = "nccl-allreduce"
+PYTORCHJOB = "nccl-allreduce-pytorchjob"
+#: The training operator finds the framework container by this name.
+PYTORCH_CONTAINER = "pytorch"
 NODES = 2
 ALLREDUCE = (
     "import os, torch, torch.distributed as dist\n"
@@ -47,18 +54,25 @@ def rdma_test_pods(config: GpuStackConfig, pool: str) -> list[dict[str, Any]]:
     ]
 
 
+def _torchrun(gpus: str, node_rank: str, master_addr: str, master_port: str) -> list[str]:
+    """torchrun starting one `python -c ALLREDUCE` per GPU (`--no-python`: the script is a command)."""
+    return [
+        "torchrun", f"--nnodes={NODES}", f"--nproc-per-node={gpus}", f"--node-rank={node_rank}",
+        f"--master-addr={master_addr}", f"--master-port={master_port}", "--no-python", "python", "-c", ALLREDUCE,
+    ]
+
+
+def _one_pod_per_node(labels: dict[str, str]) -> dict[str, Any]:
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
 def nccl_allreduce_job(config: GpuStackConfig, pool: str) -> list[dict[str, Any]]:
     """A headless Service and an Indexed Job running an NCCL all-reduce across NODES nodes of the pool."""
     workload = rdma_workload(config, pool)
-    gpus = workload.resources["nvidia.com/gpu"]
     labels = {"app": JOB}
-    torchrun = [
-        "torchrun", f"--nnodes={NODES}", f"--nproc-per-node={gpus}", "--node-rank=$(JOB_COMPLETION_INDEX)",
-        f"--master-addr={JOB}-0.{JOB}", "--master-port=29500", "-c", ALLREDUCE,
-    ]
+    torchrun = _torchrun(workload.resources["nvidia.com/gpu"], "$(JOB_COMPLETION_INDEX)", f"{JOB}-0.{JOB}", "29500")
     container = workload.container("allreduce", IMAGE, command=torchrun)
-    spread = {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -77,25 +91,58 @@ def nccl_allreduce_job(config: GpuStackConfig, pool: str) -> list[dict[str, Any]
             "template": {
                 "metadata": {"labels": labels},
                 "spec": workload.pod_spec([container], subdomain=JOB, restartPolicy="Never",
-                                          affinity={"podAntiAffinity": spread}),
+                                          affinity=_one_pod_per_node(labels)),
             },
         },
     }
     return [service, job]
 
 
-def workloads(config: GpuStackConfig, pool: str) -> list[dict[str, Any]]:
-    return [*rdma_test_pods(config, pool), *nccl_allreduce_job(config, pool)]
+def nccl_allreduce_pytorchjob(config: GpuStackConfig, pool: str) -> dict[str, Any]:
+    """The NCCL all-reduce as a Kubeflow PyTorchJob: a Master and NODES - 1 Workers, one per node of the pool."""
+    workload = rdma_workload(config, pool)
+    gpus = workload.resources["nvidia.com/gpu"]
+    labels = {"app": PYTORCHJOB}
+    torchrun = _torchrun(gpus, "$(RANK)", "$(MASTER_ADDR)", "$(MASTER_PORT)")
+    container = workload.container(PYTORCH_CONTAINER, IMAGE, command=torchrun)
+
+    def replica(count: int) -> dict[str, Any]:
+        return {
+            "replicas": count,
+            "restartPolicy": "Never",
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": workload.pod_spec([container], affinity=_one_pod_per_node(labels)),
+            },
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": PYTORCHJOB, "namespace": "default"},
+        "spec": {
+            "nprocPerNode": gpus,
+            "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "Running"},
+            "pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(NODES - 1)},
+        },
+    }
+
+
+def workloads(config: GpuStackConfig, pool: str, *, pytorchjob: bool = False) -> list[dict[str, Any]]:
+    jobs = [nccl_allreduce_pytorchjob(config, pool)] if pytorchjob else nccl_allreduce_job(config, pool)
+    return [*rdma_test_pods(config, pool), *jobs]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("-f", "--file", help="config document (default: the built-in default stack)")
     parser.add_argument("--pool", help="the InfiniBand pool (default: the first one)")
+    parser.add_argument("--pytorchjob", action="store_true",
+                        help="the all-reduce as a Kubeflow PyTorchJob instead of an Indexed Job")
     args = parser.parse_args(argv)
     config = load_config(args.file)
     pool = args.pool or next(p.name for p in config.pools if p.has_infiniband)
-    yaml.safe_dump_all(workloads(config, pool), sys.stdout, sort_keys=False)
+    yaml.safe_dump_all(workloads(config, pool, pytorchjob=args.pytorchjob), sys.stdout, sort_keys=False)
     return 0
 
 

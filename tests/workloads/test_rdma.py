@@ -10,6 +10,7 @@ import pytest
 
 from gpu_operator.config import ConfigError, GpuStackConfig, load_config, parse_config
 from gpu_operator.workloads import rdma_workload
+from tests.support.kubeflow import training_job_errors
 from tests.support.reference import REPO_ROOT
 from tests.support.schemas import validate_objects
 
@@ -93,3 +94,40 @@ def test_the_example_renders_for_the_built_in_default(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "rdma/ib" in out and "nccl-allreduce" in out
     assert load_config(None).network.device_plugins == ("sriov",)
+
+
+def test_the_pytorchjob_example_validates_against_the_training_operators_models() -> None:
+    module = _example()
+    objects = module.workloads(config(BOTH), "h100", pytorchjob=True)
+    assert [obj["kind"] for obj in objects] == ["Pod", "Pod", "PyTorchJob"]
+    job = objects[-1]
+    assert training_job_errors(job) == []
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    assert {name: spec["replicas"] for name, spec in replicas.items()} == {"Master": 1, "Worker": 1}
+    container = replicas["Worker"]["template"]["spec"]["containers"][0]
+    assert container["name"] == "pytorch"  # the training operator injects its environment into this container
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/ib": "8"}
+    assert "--node-rank=$(RANK)" in container["command"] and "--master-addr=$(MASTER_ADDR)" in container["command"]
+    assert job["spec"]["nprocPerNode"] == "8"
+
+
+def test_the_training_job_check_is_strict() -> None:
+    job = _example().nccl_allreduce_pytorchjob(config(), "h100")
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["restartpolicy"] = "Never"
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "1"
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["gpus"] = 8
+    errors = training_job_errors(job)
+    assert any("Master.restartpolicy: not a field" in e for e in errors), errors
+    assert any("Worker.replicas: expected int" in e for e in errors), errors
+    assert any("gpus" in e for e in errors), errors
+
+
+@pytest.mark.parametrize("pytorchjob", [False, True])
+def test_torchrun_runs_the_script_as_a_command(pytorchjob: bool) -> None:
+    """torchrun has no `-c`: the inline script runs through `--no-python python -c`."""
+    objects = _example().workloads(config(), "h100", pytorchjob=pytorchjob)
+    job = objects[-1]
+    spec = job["spec"]["pytorchReplicaSpecs"]["Master"] if pytorchjob else job["spec"]
+    command = spec["template"]["spec"]["containers"][0]["command"]
+    assert command[0] == "torchrun"
+    assert command[command.index("--no-python") + 1:command.index("--no-python") + 3] == ["python", "-c"]
