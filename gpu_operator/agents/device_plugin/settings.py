@@ -5,6 +5,8 @@ file (`flags.migStrategy`, `flags.plugin.passDeviceSpecs`, ...) and its default.
 line, else the first of its variables that is set, else the config file, else the default (urfave/cli's
 precedence, as in NVIDIA's plugin). The config file (`--config-file` / `CONFIG_FILE`) also carries the sharing
 setup; it is re-read on every SIGHUP, which is how a `nvidia.com/device-plugin.config` label switch arrives.
+The IMEX settings are the exception to `flags`: in the file they are the top-level `imex` section
+(`channelIDs`, `required`), which a flag or variable overrides.
 
 Two settings are ours: `--health-recovery-period` (see :mod:`.health`) and `--proc-root`, where
 `driver/nvidia-caps/mig-minors` is read for MIG device specs.
@@ -247,7 +249,18 @@ def _check(settings: Settings) -> Settings:
     return settings
 
 
+def _imex_from_file(cli: Mapping[str, str | None], environ: Mapping[str, str], config: PluginConfig,
+                    values: dict[str, Any]) -> None:
+    if config.imex is None:
+        return
+    in_file = {"imex_channel_ids": config.imex.channel_ids, "imex_required": config.imex.required}
+    for option in (o for o in OPTIONS if o.name in in_file):
+        if options.given(option, cli, environ)[0] is None:
+            values[option.name] = in_file[option.name]
+
+
 def resolve_settings(cli: Mapping[str, str | None], environ: Mapping[str, str]) -> Settings:
     """Settings from parsed flags (name -> text or None), the environment, and the config file they name."""
     path, config, values = resolve_values(OPTIONS, cli, environ, SettingsError)
+    _imex_from_file(cli, environ, config, values)
     return _check(Settings(config_file=path, plugin_config=config, **values))

@@ -7,6 +7,7 @@ which replication applies to a resource.
 
 from gpu_operator.agents.plugin_config.model import (
     RESOURCE_PREFIX,
+    Imex,
     PluginConfig,
     ReplicatedDevices,
     ReplicatedResource,
@@ -23,6 +24,7 @@ from gpu_operator.agents.plugin_config.parse import (
 
 __all__ = [
     "RESOURCE_PREFIX",
+    "Imex",
     "PluginConfig",
     "PluginConfigError",
     "ReplicatedDevices",

@@ -13,6 +13,9 @@ Sharing rules, as the plugin applies them today:
 * a replicated resource is renamed `<name>.shared` only with `renameByDefault: true` (per-resource `rename` and
   `devices` are parsed and validated but currently ignored: every GPU is replicated under its own name);
 * MPS always fails requests for more than one replica.
+
+The `imex` section names the IMEX channels every container gets (only channel 0 exists today) and whether a
+missing channel device node is an error; the plugin's `--imex-channel-ids` / `--imex-required` override it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "ReplicatedResource",
     "ReplicatedResources",
     "Sharing",
+    "Imex",
     "PluginConfig",
     "RESOURCE_PREFIX",
 ]
@@ -108,12 +112,24 @@ class Sharing:
 
 
 @dataclass(frozen=True, slots=True)
+class Imex:
+    """The `imex` section: the IMEX channels given to every container, and whether they must exist."""
+
+    channel_ids: tuple[int, ...] = ()
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PluginConfig:
-    """A parsed config file. `flags` is the raw `flags` mapping (camelCase keys, nested `plugin` and `gfd`)."""
+    """A parsed config file. `flags` is the raw `flags` mapping (camelCase keys, nested `plugin` and `gfd`).
+
+    `imex` is None when the file has no `imex` section (the flags and their defaults then decide).
+    """
 
     version: str = "v1"
     flags: Mapping[str, Any] = field(default_factory=dict)
     sharing: Sharing = field(default_factory=Sharing)
+    imex: Imex | None = None
 
     def flag(self, *path: str) -> Any:
         """A flag value by its path in the file (`flag("gfd", "oneshot")`), or None when not set."""

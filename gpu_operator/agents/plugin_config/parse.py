@@ -3,8 +3,9 @@
 What the plugin refuses is refused here, with the same reasons: an unknown `version`, a sharing block without
 resources, a resource without `replicas` or with fewer than 2, a resource name that is not a valid DNS
 subdomain (after `nvidia.com/` is added), or a `devices` entry that is neither `all`, a positive count, nor a
-list of GPU indices, MIG indices (`0:1`) and GPU/MIG UUIDs. What the plugin ignores is ignored here with a
-warning: the `resources` section, per-resource `rename`, and `devices` other than `all`.
+list of GPU indices, MIG indices (`0:1`) and GPU/MIG UUIDs, and an `imex` section naming a channel other than 0.
+What the plugin ignores is ignored here with a warning: the `resources` section, per-resource `rename`, `devices`
+other than `all`, and top-level keys the v1 format does not have.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 
 from gpu_operator.agents.plugin_config.model import (
     RESOURCE_PREFIX,
+    Imex,
     PluginConfig,
     ReplicatedDevices,
     ReplicatedResource,
@@ -36,6 +38,10 @@ _MAX_NAME_LENGTH = 63
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _MIG_INDEX = re.compile(r"^\d+:\d+$")
 _SHARED_SUFFIX = ".shared"
+_TOP_LEVEL_KEYS = ("version", "flags", "resources", "sharing", "imex")
+_IMEX_KEYS = ("channelIDs", "required")
+#: The only IMEX channel the plugin hands out (as NVIDIA's v1 config allows).
+IMEX_CHANNEL = 0
 
 
 class PluginConfigError(ValueError):
@@ -153,6 +159,24 @@ def _sharing(raw: Any) -> Sharing:
     )
 
 
+def _imex(raw: Any) -> Imex | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise PluginConfigError("imex must be a mapping with channelIDs and required")
+    unknown = sorted(str(k) for k in raw if k not in _IMEX_KEYS)
+    if unknown:
+        raise PluginConfigError(f"imex: unknown key(s) {', '.join(unknown)}; expected {', '.join(_IMEX_KEYS)}")
+    channels = raw.get("channelIDs")
+    channels = [] if channels is None else channels
+    if not isinstance(channels, list) or any(isinstance(c, bool) or not isinstance(c, int) for c in channels):
+        raise PluginConfigError(f"imex.channelIDs must be a list of channel numbers, not {channels!r}")
+    if any(c != IMEX_CHANNEL for c in channels):
+        raise PluginConfigError(f"imex.channelIDs {channels}: only IMEX channel {IMEX_CHANNEL} is supported; "
+                                f"use [{IMEX_CHANNEL}] or []")
+    return Imex(channel_ids=tuple(dict.fromkeys(channels)), required=_bool(raw, "required", "imex"))
+
+
 def parse_plugin_config(text: str) -> PluginConfig:
     """A config file's text (YAML, or JSON which is YAML too)."""
     try:
@@ -170,7 +194,11 @@ def parse_plugin_config(text: str) -> PluginConfig:
         raise PluginConfigError("flags must be a mapping")
     if document.get("resources"):
         _log.warning("customising the 'resources' field is not yet supported; ignoring it")
-    return PluginConfig(version=version, flags=dict(flags), sharing=_sharing(document.get("sharing")))
+    for key in (k for k in document if k not in _TOP_LEVEL_KEYS):
+        _log.warning("config file key %r is not part of the v1 format (%s); ignoring it", key,
+                     ", ".join(_TOP_LEVEL_KEYS))
+    return PluginConfig(version=version, flags=dict(flags), sharing=_sharing(document.get("sharing")),
+                        imex=_imex(document.get("imex")))
 
 
 def load_plugin_config(path: str | Path) -> PluginConfig:

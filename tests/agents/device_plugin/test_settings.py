@@ -107,3 +107,18 @@ def test_bad_variables_name_the_variable(environ: dict[str, str], message: str) 
     with pytest.raises(SettingsError) as refused:
         resolve_settings({}, environ)
     assert message in str(refused.value)
+
+
+def test_the_config_files_imex_section_sets_the_channels_unless_a_flag_or_variable_does(tmp_path: Path) -> None:
+    path = _file(tmp_path, "version: v1\nimex:\n  channelIDs: [0]\n  required: true\n")
+    settings = resolve_settings({"config_file": path}, {})
+    assert (settings.imex_channel_ids, settings.imex_required) == ((0,), True)
+    settings = resolve_settings({"config_file": path}, {"IMEX_CHANNEL_IDS": "", "IMEX_REQUIRED": "false"})
+    assert (settings.imex_channel_ids, settings.imex_required) == ((), False)
+    settings = resolve_settings({"config_file": path, "imex_required": "false"}, {})
+    assert (settings.imex_channel_ids, settings.imex_required) == ((0,), False)
+
+
+def test_a_bad_imex_section_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"unable to load config file .*only IMEX channel 0 is supported"):
+        resolve_settings({"config_file": _file(tmp_path, "imex: {channelIDs: [3]}\n")}, {})

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpu_operator.agents.plugin_config import (
+    Imex,
     PluginConfigError,
     ReplicatedResource,
     SharingStrategy,
@@ -127,3 +128,32 @@ def test_load_from_file(tmp_path: Path) -> None:
     assert load_plugin_config(path).sharing.strategy is SharingStrategy.TIME_SLICING
     with pytest.raises(PluginConfigError, match="error opening config file"):
         load_plugin_config(tmp_path / "missing.yaml")
+
+
+def test_the_imex_section_is_kept() -> None:
+    config = parse_plugin_config("version: v1\nimex:\n  channelIDs: [0]\n  required: true\n")
+    assert config.imex == Imex(channel_ids=(0,), required=True)
+    assert parse_plugin_config("version: v1\n").imex is None
+    assert parse_plugin_config("imex: {}\n").imex == Imex()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("imex:\n  channelIDs: [1]\n", "imex.channelIDs [1]: only IMEX channel 0 is supported"),
+        ("imex:\n  channelIDs: 0\n", "imex.channelIDs must be a list of channel numbers"),
+        ("imex:\n  channelIDs: [zero]\n", "imex.channelIDs must be a list of channel numbers"),
+        ("imex:\n  required: sometimes\n", "imex.required must be true or false"),
+        ("imex:\n  channels: [0]\n", "imex: unknown key(s) channels; expected channelIDs, required"),
+        ("imex: [0]\n", "imex must be a mapping"),
+    ],
+)
+def test_bad_imex_sections_are_refused(text: str, message: str) -> None:
+    with pytest.raises(PluginConfigError) as refused:
+        parse_plugin_config(text)
+    assert message in str(refused.value)
+
+
+def test_unknown_top_level_keys_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    parse_plugin_config("version: v1\nimexx: {}\n")
+    assert "config file key 'imexx' is not part of the v1 format" in caplog.text
