@@ -37,6 +37,7 @@ __all__ = [
     "DeviceSpec",
     "ContainerAllocation",
     "CDI_VENDOR",
+    "CONTROL_NODES",
     "CONTAINER_DEVICES_DIR",
     "MPS_CONTAINER_ROOT",
     "allocate",
@@ -46,7 +47,7 @@ __all__ = [
 CDI_VENDOR = "k8s.device-plugin.nvidia.com"
 CONTAINER_DEVICES_DIR = "/var/run/nvidia-container-devices"
 MPS_CONTAINER_ROOT = "/mps"
-_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 #: Enabled feature -> (env variable, CDI device class).
 _FEATURES: dict[str, tuple[str, str]] = {
     "gdrcopy_enabled": ("NVIDIA_GDRCOPY", "gdrcopy"),
@@ -116,7 +117,7 @@ def _device_specs(
     devices: Sequence[PluginDevice], settings: Settings, minors: Callable[[], dict[str, int]]
 ) -> list[DeviceSpec]:
     root, here = settings.device_root, settings.device_root_here
-    specs = [DeviceSpec(p, posixpath.join(root, p.lstrip("/"))) for p in _CONTROL_NODES
+    specs = [DeviceSpec(p, posixpath.join(root, p.lstrip("/"))) for p in CONTROL_NODES
              if os.path.exists(posixpath.join(here, p.lstrip("/")))]
     caps: dict[str, int] | None = None
     for device in devices:

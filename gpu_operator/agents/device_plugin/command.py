@@ -88,14 +88,15 @@ def _settings(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[st
         raise PluginFailure(str(error)) from error
 
 
-#: NVIDIA's variables that shape the CDI spec its plugin writes; this agent writes none (it names the devices).
+#: NVIDIA's variables for the hooks and feature flags of the CDI spec its plugin writes; this agent's specs carry
+#: device nodes only (see cdi_spec), so these have nothing to shape.
 _CDI_SPEC_ONLY = ("NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH", "CDI_FEATURE_FLAGS", "CDI_DISABLE_HOOKS")
 
 
 def _warn_unused(environ: Mapping[str, str]) -> None:
     for name in (n for n in _CDI_SPEC_ONLY if environ.get(n)):
-        _log.warning("%s is set but not used: this agent does not generate a CDI spec; the CDI devices it names "
-                     "must come from a spec on the node", name)
+        _log.warning("%s is set but not used: the CDI specs this agent writes hold device nodes and no hooks",
+                     name)
 
 
 def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, str], signals: SignalSource,

@@ -1,6 +1,7 @@
 """The plugin set of a node: every resource's server, the health monitor, and the kubelet's comings and goings.
 
-`PluginManager.start()` builds the resources from the NVML inventory, starts one server per resource,
+`PluginManager.start()` builds the resources from the NVML inventory, writes the CDI specs of the devices a CDI
+device list strategy names (:mod:`.cdi_spec`), starts one server per resource,
 registers each with the kubelet and starts the health monitor. Nothing is left running when start fails: the
 servers already started are stopped again. A watcher thread notices when `kubelet.sock` is recreated (the
 kubelet restarted and forgot its plugins): it restarts every server and registers again, as NVIDIA's plugin
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from gpu_operator.agents.device_plugin.cdi_spec import write_specs
 from gpu_operator.agents.device_plugin.devices import Resource, build_resources
 from gpu_operator.agents.device_plugin.health import HealthMonitor, health_policy
 from gpu_operator.agents.device_plugin.server import RegistrationError, ResourceServer
@@ -51,6 +53,7 @@ class PluginManager:
         # with registration off ("" socket) the plugin sockets still go to the kubelet's default directory
         self._directory = os.path.abspath(os.path.dirname(settings.kubelet_socket or DEFAULT_KUBELET_SOCKET))
         self.resources: tuple[Resource, ...] = ()
+        self.cdi_specs: dict[str, str] = {}
         self.servers: list[ResourceServer] = []
         self._monitor: HealthMonitor | None = None
         self._lock = threading.RLock()
@@ -64,6 +67,7 @@ class PluginManager:
         """Build, serve, register, watch. Raises DeviceError, OSError or RuntimeError with nothing left running."""
         gpus = self._nvml.devices()
         self.resources = build_resources(gpus, self.settings)
+        self.cdi_specs = write_specs(self.resources, self.settings)
         lost = frozenset(g.uuid for g in gpus if g.lost and g.uuid is not None)
         devices = [d for r in self.resources for d in r.devices]
         try:

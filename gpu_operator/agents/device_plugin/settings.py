@@ -8,8 +8,9 @@ setup; it is re-read on every SIGHUP, which is how a `nvidia.com/device-plugin.c
 The IMEX settings are the exception to `flags`: in the file they are the top-level `imex` section
 (`channelIDs`, `required`), which a flag or variable overrides.
 
-Two settings are ours: `--health-recovery-period` (see :mod:`.health`) and `--proc-root`, where
-`driver/nvidia-caps/mig-minors` is read for MIG device specs.
+Three settings are ours: `--health-recovery-period` (see :mod:`.health`), `--proc-root`, where
+`driver/nvidia-caps/mig-minors` is read for MIG device specs, and `--cdi-spec-dir`, where the CDI specs go
+(see :mod:`.cdi_spec`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "DEFAULT_KUBELET_SOCKET",
+    "CDI_STRATEGIES",
     "add_arguments",
     "resolve_settings",
 ]
@@ -60,6 +62,10 @@ class ListStrategy(str, Enum):
     VOLUME_MOUNTS = "volume-mounts"
     CDI_ANNOTATIONS = "cdi-annotations"
     CDI_CRI = "cdi-cri"
+
+
+#: The strategies that name CDI devices, for which the plugin writes CDI specs.
+CDI_STRATEGIES = frozenset({ListStrategy.CDI_ANNOTATIONS, ListStrategy.CDI_CRI})
 
 
 class IdStrategy(str, Enum):
@@ -160,6 +166,8 @@ OPTIONS: tuple[Option, ...] = (
                  "give containers the MOFED devices"),
     Option("cdi_annotation_prefix", ("--cdi-annotation-prefix",), ("CDI_ANNOTATION_PREFIX",), str, "cdi.k8s.io/",
            "prefix of the CDI annotation keys", file_path=("plugin", "cdiAnnotationPrefix")),
+    Option("cdi_spec_dir", ("--cdi-spec-dir",), ("CDI_SPEC_DIR",), str, "/var/run/cdi",
+           "where the CDI specs of the devices named by the cdi-annotations / cdi-cri strategies are written"),
     Option("mps_root", ("--mps-root",), ("MPS_ROOT",), str, "", "host directory of the MPS daemons (MPS sharing)",
            file_path=("mpsRoot",)),
     Option("allocation_policy", ("--shared-devices-allocation-policy",), ("SHARED_DEVICES_ALLOCATION_POLICY",),
@@ -208,6 +216,7 @@ class Settings:
     gds_enabled: bool = False
     mofed_enabled: bool = False
     cdi_annotation_prefix: str = "cdi.k8s.io/"
+    cdi_spec_dir: str = "/var/run/cdi"
     mps_root: str = ""
     allocation_policy: AllocationPolicy = AllocationPolicy.DISTRIBUTED
     imex_channel_ids: tuple[int, ...] = ()

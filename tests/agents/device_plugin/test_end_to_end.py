@@ -7,16 +7,19 @@ simulated node, receives the registrations, opens `ListAndWatch` and calls `Allo
 
 from __future__ import annotations
 
+import glob
 import os
 import queue
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import pytest
+import yaml
 
-from gpu_operator.agents.device_plugin import PluginManager, resolve_settings
+from gpu_operator.agents.device_plugin import DeviceError, PluginManager, resolve_settings
 from gpu_operator.agents.device_plugin import deviceplugin_pb2 as pb
 from gpu_operator.agents.device_plugin.server import API_VERSION
 from tests.agents.device_plugin.harness import FakeKubelet, InjectableNvml, PluginClient, short_tempdir, xid
@@ -39,13 +42,13 @@ class Node:
 
 @contextmanager
 def node(profile: str, cli: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None,
-         config: str | None = None) -> Iterator[Node]:
+         config: str | None = None, dev_nodes: tuple[str, ...] = ()) -> Iterator[Node]:
     with short_tempdir() as directory:
         plugins = os.path.join(directory, "device-plugins")
         os.makedirs(plugins)
         dev_root = os.path.join(directory, "host")
         os.makedirs(os.path.join(dev_root, "dev"))
-        for name in CONTROL_NODES[:3]:
+        for name in CONTROL_NODES[:3] + dev_nodes:
             open(os.path.join(dev_root, "dev", name), "w").close()
         caps = os.path.join(directory, "proc", "driver", "nvidia-caps")
         os.makedirs(caps)
@@ -55,7 +58,8 @@ def node(profile: str, cli: Mapping[str, str] | None = None, environ: Mapping[st
                     minors.write(f"gpu{gpu}/gi{gi}/access {gpu * 100 + gi * 2}\n")
                     minors.write(f"gpu{gpu}/gi{gi}/ci0/access {gpu * 100 + gi * 2 + 1}\n")
         arguments = {"kubelet_socket": os.path.join(plugins, "kubelet.sock"), "dev_root": dev_root,
-                     "proc_root": os.path.join(directory, "proc"), **(cli or {})}
+                     "proc_root": os.path.join(directory, "proc"), "cdi_spec_dir": os.path.join(directory, "cdi"),
+                     **(cli or {})}
         if config is not None:
             path = os.path.join(directory, "config.yaml")
             with open(path, "w") as handle:
@@ -131,9 +135,20 @@ def test_index_id_strategy_and_volume_mounts() -> None:
                 ("/var/run/nvidia-container-devices/2", "/dev/null")]
 
 
+def _cdi_device(cdi_dir: str, name: str) -> dict[str, Any]:
+    """The device a fully qualified CDI name resolves to in the spec directory, as a runtime resolves it."""
+    kind, _, device = name.partition("=")
+    for path in glob.glob(os.path.join(cdi_dir, "*.yaml")):
+        with open(path) as handle:
+            spec = yaml.safe_load(handle)
+        if spec["kind"] == kind:
+            return next(d for d in spec["devices"] if d["name"] == device)
+    raise AssertionError(f"no CDI spec in {cdi_dir} defines {kind}")
+
+
 def test_cdi_strategies_name_the_plugins_cdi_devices() -> None:
     cli = {"device_list_strategy": "cdi-annotations,cdi-cri", "gds_enabled": "true"}
-    with node("h100-8x", cli=cli) as n:
+    with node("h100-8x", cli=cli, dev_nodes=("nvidia-fs0", "nvidia-fs1")) as n:
         n.kubelet.next_registration()
         gpus = n.nvml.devices()
         with client(n, "nvidia.com/gpu") as c:
@@ -145,6 +160,39 @@ def test_cdi_strategies_name_the_plugins_cdi_devices() -> None:
             assert value == ",".join(names)
             assert dict(answer.envs) == {"NVIDIA_GDS": "enabled"}
             assert not answer.mounts
+        cdi_dir = os.path.join(os.path.dirname(n.directory), "cdi")
+        gpu = _cdi_device(cdi_dir, names[0])["containerEdits"]["deviceNodes"]
+        assert gpu == [{"path": f"/dev/nvidia{gpus[0].minor_number}",
+                        "hostPath": os.path.join(n.dev_root, f"dev/nvidia{gpus[0].minor_number}")}]
+        gds = _cdi_device(cdi_dir, names[1])["containerEdits"]["deviceNodes"]
+        assert [d["path"] for d in gds] == ["/dev/nvidia-fs0", "/dev/nvidia-fs1"]
+
+
+def test_a_cdi_feature_without_its_device_nodes_fails_start_with_the_reason() -> None:
+    cli = {"device_list_strategy": "cdi-cri", "gdrcopy_enabled": "true"}
+    with pytest.raises(DeviceError, match="gdrcopy is enabled with a CDI device list strategy, but none of "
+                                          "/dev/gdrdrv exists"), node("h100-8x", cli=cli):
+        pass
+
+
+def test_mig_devices_named_by_index_resolve_in_the_written_spec() -> None:
+    cli = {"device_list_strategy": "cdi-cri", "device_id_strategy": "index", "mig_strategy": "mixed"}
+    with node("a100-4x-mixed-mig", cli=cli) as n:
+        registrations = n.kubelet.registered(len(n.manager.resources))
+        resource = next(r for r in n.manager.resources if r.name.startswith("nvidia.com/mig-"))
+        device = resource.devices[0]
+        assert resource.name in registrations
+        with client(n, resource.name) as c:
+            answer = c.allocate([device.id]).container_responses[0]
+        name, = [d.name for d in answer.cdi_devices]
+        assert name == f"k8s.device-plugin.nvidia.com/gpu={device.index}"
+        cdi_dir = os.path.join(os.path.dirname(n.directory), "cdi")
+        nodes = [d["path"] for d in _cdi_device(cdi_dir, name)["containerEdits"]["deviceNodes"]]
+        gi = device.gpu_index * 100 + (device.gpu_instance_id or 0) * 2
+        assert nodes == [f"/dev/nvidia{device.minor}", f"/dev/nvidia-caps/nvidia-cap{gi}",
+                         f"/dev/nvidia-caps/nvidia-cap{gi + 1}"]
+        assert _cdi_device(cdi_dir, name.replace(device.index, device.uuid)) == {
+            "name": device.uuid, "containerEdits": _cdi_device(cdi_dir, name)["containerEdits"]}
 
 
 def test_two_containers_in_one_request_get_one_answer_each() -> None:

@@ -1,0 +1,283 @@
+"""The CDI specs behind the device names the plugin hands out with the `cdi-annotations` / `cdi-cri` strategies.
+
+With a CDI strategy, `Allocate` answers with fully qualified CDI device names (`k8s.device-plugin.nvidia.com/gpu=
+<UUID or index>`) instead of environment variables, and the container runtime resolves each name in the CDI specs
+of its spec directory (`/var/run/cdi`). A name that no spec defines fails the container's creation, so the plugin
+writes, as NVIDIA's does (or `nvidia-ctk cdi generate` for the `nvidia.com` vendor), one spec per device class:
+
+* `gpu`: one device per advertised physical device, under both of its names (UUID and index, as the id strategy
+  may pick either): a full GPU brings `/dev/nvidia<minor>`, a MIG device its parent's node plus the GPU- and
+  compute-instance access capabilities (`/dev/nvidia-caps/nvidia-cap<N>`, from `nvidia-caps/mig-minors`); a
+  device `all` brings all of them. The spec-wide edits add the control nodes that exist on the node
+  (`/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia-uvm-tools`, `/dev/nvidia-modeset`) and
+  `NVIDIA_VISIBLE_DEVICES=void`, so that a legacy runtime hook does not inject the GPUs a second time;
+* `imex-channel` when IMEX channels are configured, and `gdrcopy`, `gds`, `mofed` (device `all`, the device nodes
+  of that driver found on the node) when those features are enabled.
+
+Host paths are under the dev root. The `cdiVersion` is the lowest the spec's content needs (device names starting
+with a digit and device-node host paths need 0.5.0). :func:`spec_problems` checks a spec against the CDI
+specification's rules (names, required fields, absolute paths, non-empty device edits) before it is written;
+writing is atomic (a temporary file renamed into place), and the files of classes no longer configured are removed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from gpu_operator.agents.device_plugin.allocate import CDI_VENDOR, CONTROL_NODES, mig_minors
+from gpu_operator.agents.device_plugin.devices import DeviceError, PluginDevice, Resource
+from gpu_operator.agents.device_plugin.settings import CDI_STRATEGIES, Settings
+
+__all__ = [
+    "CDI_VERSIONS",
+    "FEATURE_NODES",
+    "spec_path",
+    "gpu_spec",
+    "specs_for",
+    "minimum_version",
+    "spec_problems",
+    "write_specs",
+]
+
+#: Released CDI specification versions, oldest first.
+CDI_VERSIONS = ("0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0")
+_BASE_VERSION = "0.3.0"
+#: Enabled feature -> (CDI class, device node patterns under the dev root).
+FEATURE_NODES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gdrcopy_enabled": ("gdrcopy", ("/dev/gdrdrv",)),
+    "gds_enabled": ("gds", ("/dev/nvidia-fs*",)),
+    "mofed_enabled": ("mofed", ("/dev/infiniband/*",)),
+}
+_IMEX_CLASS = "imex-channel"
+_IMEX_NODE = "/dev/nvidia-caps-imex-channels/channel{}"
+_ALL = "all"
+_VENDOR_OR_CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
+_DEVICE_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SPEC_KEYS = {"cdiVersion", "kind", "annotations", "devices", "containerEdits"}
+_DEVICE_KEYS = {"name", "annotations", "containerEdits"}
+_EDIT_KEYS = {"env", "deviceNodes", "mounts", "hooks", "intelRdt", "additionalGIDs"}
+
+Spec = dict[str, Any]
+
+
+def spec_path(directory: str, cdi_class: str) -> str:
+    """Where the spec of one class goes: `<dir>/<vendor>-<class>.yaml`."""
+    return os.path.join(directory, f"{CDI_VENDOR}-{cdi_class}.yaml")
+
+
+def _node(path: str, settings: Settings) -> dict[str, str]:
+    return {"path": path, "hostPath": posixpath.join(settings.device_root, path.lstrip("/"))}
+
+
+def _exists(path: str, settings: Settings) -> bool:
+    return os.path.exists(posixpath.join(settings.device_root_here, path.lstrip("/")))
+
+
+def _device_paths(device: PluginDevice, minors: Callable[[], dict[str, int]], settings: Settings) -> list[str]:
+    paths = [] if device.minor is None else [f"/dev/nvidia{device.minor}"]
+    if device.is_mig:
+        gi = f"gpu{device.gpu_index}/gi{device.gpu_instance_id}"
+        table = minors()
+        for key in (f"{gi}/access", f"{gi}/ci{device.compute_instance_id}/access"):
+            if key not in table:
+                raise DeviceError(f"cannot write the CDI spec: no capability device for MIG device {device.index} "
+                                  f"({key} is not in {settings.proc_root}/driver/nvidia-caps/mig-minors)")
+            paths.append(f"/dev/nvidia-caps/nvidia-cap{table[key]}")
+    if not paths:
+        raise DeviceError(f"cannot write the CDI spec: device {device.index} has no readable minor number")
+    return paths
+
+
+def minimum_version(spec: Mapping[str, Any]) -> str:
+    """The lowest CDI version that allows what the spec uses."""
+    devices = spec.get("devices") or []
+    edits = [spec.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d in devices]
+    cdi_class = str(spec.get("kind", "")).partition("/")[2]
+    if spec.get("annotations") or any(d.get("annotations") for d in devices) or "." in cdi_class:
+        return "0.6.0"
+    digit_first = any(str(d.get("name", ""))[:1].isdigit() for d in devices)
+    host_paths = any(n.get("hostPath") for e in edits for n in e.get("deviceNodes") or [])
+    return "0.5.0" if digit_first or host_paths else _BASE_VERSION
+
+
+def _spec(cdi_class: str, devices: list[dict[str, Any]], common: Mapping[str, Any] | None = None) -> Spec:
+    spec: Spec = {"cdiVersion": _BASE_VERSION, "kind": f"{CDI_VENDOR}/{cdi_class}", "devices": devices}
+    if common:
+        spec["containerEdits"] = dict(common)
+    spec["cdiVersion"] = minimum_version(spec)
+    return spec
+
+
+def gpu_spec(resources: Sequence[Resource], settings: Settings,
+             minors: Callable[[], dict[str, int]] | None = None) -> Spec:
+    """The `gpu` class: every advertised physical device by UUID and by index, and `all`."""
+    cached: dict[str, int] | None = None
+
+    def table() -> dict[str, int]:
+        nonlocal cached
+        if cached is None:
+            cached = (minors or (lambda: mig_minors(settings.proc_root)))()
+        return cached
+
+    physical = {d.uuid: d for r in resources for d in r.devices}
+    devices: list[dict[str, Any]] = []
+    every: list[str] = []
+    for device in physical.values():
+        paths = _device_paths(device, table, settings)
+        nodes = [_node(p, settings) for p in paths]
+        devices += [{"name": name, "containerEdits": {"deviceNodes": nodes}} for name in (device.uuid, device.index)]
+        every += [p for p in paths if p not in every]
+    if every:
+        devices.append({"name": _ALL, "containerEdits": {"deviceNodes": [_node(p, settings) for p in every]}})
+    common = {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
+              "deviceNodes": [_node(p, settings) for p in CONTROL_NODES if _exists(p, settings)]}
+    return _spec("gpu", devices, common)
+
+
+def _found(patterns: Iterable[str], settings: Settings) -> list[str]:
+    here = settings.device_root_here
+    paths: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(posixpath.join(here, pattern.lstrip("/"))))
+        paths += ["/" + posixpath.relpath(m, here) for m in matches]
+    return paths
+
+
+def _feature_specs(settings: Settings) -> dict[str, Spec]:
+    specs: dict[str, Spec] = {}
+    channels = settings.imex_channel_ids
+    if channels:
+        specs[_IMEX_CLASS] = _spec(_IMEX_CLASS, [
+            {"name": str(c), "containerEdits": {"deviceNodes": [_node(_IMEX_NODE.format(c), settings)]}}
+            for c in channels])
+    for flag, (cdi_class, patterns) in FEATURE_NODES.items():
+        if not getattr(settings, flag):
+            continue
+        paths = _found(patterns, settings)
+        if not paths:
+            raise DeviceError(f"{cdi_class} is enabled with a CDI device list strategy, but none of "
+                              f"{', '.join(patterns)} exists under {settings.device_root_here}: load the "
+                              f"{cdi_class} driver on the node or disable {cdi_class}")
+        specs[cdi_class] = _spec(cdi_class, [
+            {"name": _ALL, "containerEdits": {"deviceNodes": [_node(p, settings) for p in paths]}}])
+    return specs
+
+
+def specs_for(resources: Sequence[Resource], settings: Settings,
+              minors: Callable[[], dict[str, int]] | None = None) -> dict[str, Spec]:
+    """Every spec the settings call for, by CDI class; none without a CDI device list strategy."""
+    if not any(s in CDI_STRATEGIES for s in settings.device_list_strategy):
+        return {}
+    return {"gpu": gpu_spec(resources, settings, minors), **_feature_specs(settings)}
+
+
+def _edit_problems(edits: Any, where: str) -> list[str]:
+    if not isinstance(edits, Mapping):
+        return [f"{where} must be a mapping"]
+    problems = [f"{where}.{k}: not a CDI container edit" for k in edits if k not in _EDIT_KEYS]
+    for i, env in enumerate(edits.get("env") or []):
+        if not isinstance(env, str) or not _ENV.match(env):
+            problems.append(f"{where}.env[{i}] {env!r} is not NAME=VALUE")
+    for i, node in enumerate(edits.get("deviceNodes") or []):
+        path = node.get("path") if isinstance(node, Mapping) else None
+        if not isinstance(path, str) or not path.startswith("/"):
+            problems.append(f"{where}.deviceNodes[{i}].path must be an absolute path, not {path!r}")
+        host = node.get("hostPath") if isinstance(node, Mapping) else None
+        if host is not None and (not isinstance(host, str) or not host.startswith("/")):
+            problems.append(f"{where}.deviceNodes[{i}].hostPath must be an absolute path, not {host!r}")
+    for i, mount in enumerate(edits.get("mounts") or []):
+        if not isinstance(mount, Mapping) or not mount.get("hostPath") or not mount.get("containerPath"):
+            problems.append(f"{where}.mounts[{i}] needs hostPath and containerPath")
+    return problems
+
+
+def _empty(edits: Any) -> bool:
+    return not isinstance(edits, Mapping) or not any(edits.get(k) for k in _EDIT_KEYS)
+
+
+def spec_problems(spec: Any) -> list[str]:
+    """What makes `spec` an invalid CDI spec (empty when it is valid)."""
+    if not isinstance(spec, Mapping):
+        return ["a CDI spec must be a mapping"]
+    problems = [f"{k}: not a CDI spec field" for k in spec if k not in _SPEC_KEYS]
+    version = spec.get("cdiVersion")
+    if version not in CDI_VERSIONS:
+        problems.append(f"cdiVersion {version!r} is not a released CDI version ({', '.join(CDI_VERSIONS)})")
+    elif CDI_VERSIONS.index(version) < CDI_VERSIONS.index(minimum_version(spec)):
+        problems.append(f"cdiVersion {version} is too old for the spec's content (needs {minimum_version(spec)})")
+    vendor, _, cdi_class = str(spec.get("kind", "")).partition("/")
+    if not _VENDOR_OR_CLASS.match(vendor) or not _VENDOR_OR_CLASS.match(cdi_class):
+        problems.append(f"kind {spec.get('kind')!r} is not <vendor>/<class> of letters, digits, '_', '-' and '.'")
+    devices = spec.get("devices")
+    if not isinstance(devices, list) or not devices:
+        return problems + ["devices must be a non-empty list"]
+    seen: set[str] = set()
+    for i, device in enumerate(devices):
+        where = f"devices[{i}]"
+        if not isinstance(device, Mapping):
+            problems.append(f"{where} must be a mapping")
+            continue
+        problems += [f"{where}.{k}: not a CDI device field" for k in device if k not in _DEVICE_KEYS]
+        name = device.get("name")
+        if not isinstance(name, str) or not _DEVICE_NAME.match(name):
+            problems.append(f"{where}.name {name!r} is not a CDI device name")
+        elif name in seen:
+            problems.append(f"{where}.name {name!r} is defined twice")
+        else:
+            seen.add(name)
+        edits = device.get("containerEdits")
+        if _empty(edits):
+            problems.append(f"{where} ({name}) has no container edits")
+        else:
+            problems += _edit_problems(edits, f"{where}.containerEdits")
+    if "containerEdits" in spec:
+        problems += _edit_problems(spec["containerEdits"], "containerEdits")
+    return problems
+
+
+def _write(path: str, spec: Spec) -> None:
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(spec, handle, sort_keys=False)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
+
+
+def _managed_classes() -> tuple[str, ...]:
+    return ("gpu", _IMEX_CLASS, *(cdi_class for cdi_class, _ in FEATURE_NODES.values()))
+
+
+def write_specs(resources: Sequence[Resource], settings: Settings,
+                minors: Callable[[], dict[str, int]] | None = None) -> dict[str, str]:
+    """Write the specs the settings call for (class -> path) and remove the plugin's other specs.
+
+    Raises DeviceError when a spec cannot be made or written; nothing is written then.
+    """
+    specs = specs_for(resources, settings, minors)
+    for cdi_class, spec in specs.items():
+        problems = spec_problems(spec)
+        if problems:
+            raise DeviceError(f"the {cdi_class} CDI spec is invalid: {'; '.join(problems)}")
+    directory = settings.cdi_spec_dir
+    written: dict[str, str] = {}
+    try:
+        if specs:
+            os.makedirs(directory, exist_ok=True)
+        for cdi_class, spec in specs.items():
+            written[cdi_class] = spec_path(directory, cdi_class)
+            _write(written[cdi_class], spec)
+        for cdi_class in (c for c in _managed_classes() if c not in specs):
+            stale = spec_path(directory, cdi_class)
+            if os.path.exists(stale):
+                os.unlink(stale)
+    except OSError as error:
+        raise DeviceError(f"cannot write the CDI specs in {directory}: {error}") from error
+    return written
