@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["MigDeviceLayout", "MigPartedConfig", "MIG_PROFILE_PATTERN"]
 
-#: go-nvlib profile strings: 1g.10gb, 1c.2g.20gb, 1g.10gb+me, 1g.24gb+gfx, 1g.24gb-me, 1g.24gb+me.all
+#: go-nvlib profile strings: 1g.10gb, 1c.2g.20gb (a one-slice compute instance in a 2g.20gb GPU instance),
+#: 1g.10gb+me, 1g.24gb+gfx, 1g.24gb-me, 1g.24gb+me.all
 MIG_PROFILE_PATTERN = re.compile(r"^([1-8]c\.)?[1-8]g\.[0-9]+gb([+-](me|gfx|me\.all))?$")
 _PCI_ID = re.compile(r"^0x[0-9A-Fa-f]{8}$")
 _STRICT = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -41,12 +42,24 @@ class MigDeviceLayout(BaseModel):
     @field_validator("mig_devices")
     @classmethod
     def _profiles(cls, value: dict[str, int]) -> dict[str, int]:
+        """Checked profiles; a compute instance the size of its GPU instance (`2c.2g.20gb`) is named as the GPU
+        instance (`2g.20gb`), as go-nvlib names it, so that one layout has one name per kind of MIG device."""
+        normal: dict[str, int] = {}
         for profile, count in value.items():
-            if not MIG_PROFILE_PATTERN.match(profile):
-                raise ValueError(f"{profile!r} is not a MIG profile such as '1g.10gb' or '1g.10gb+me'")
+            match = MIG_PROFILE_PATTERN.match(profile)
+            if not match:
+                raise ValueError(f"{profile!r} is not a MIG profile such as '1g.10gb', '1c.2g.20gb' or '1g.10gb+me'")
             if count < 0:
                 raise ValueError(f"count for {profile!r} must not be negative")
-        return value
+            name = profile
+            if match.group(1):
+                compute, gpu = int(match.group(1)[0]), int(profile.split(".", 2)[1][0])
+                if compute > gpu:
+                    raise ValueError(f"{profile!r}: a compute instance of {compute} slices does not fit a "
+                                     f"{gpu}-slice GPU instance")
+                name = profile.split(".", 1)[1] if compute == gpu else profile
+            normal[name] = normal.get(name, 0) + count
+        return normal
 
 
 class MigPartedConfig(BaseModel):

@@ -8,7 +8,8 @@ plus `--nvml` and `--poll-interval`; `WITH_REBOOT=true` lets a reboot finish a M
 (key `config.yaml`) in `POD_NAMESPACE`; `CDI_ENABLED=true` refreshes CDI after each change (:mod:`.cdi`). It
 waits for the driver validation's `driver-ready` file and takes the driver paths it records, applies the label
 found at start, then polls the node and applies each new non-empty value. `WITH_SHUTDOWN_HOST_GPU_CLIENTS=true`
-is refused at start: this agent does not stop host services, and says so rather than ignoring the setting.
+stops the host services `GPU_CLIENTS_FILE` lists around each change (:mod:`.host_clients`); unset, it follows
+`IS_HOST_DRIVER` from `driver-ready`, as NVIDIA's entrypoint does (only a host driver has host clients).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gpu_operator.agents.mig_manager.config import (
 from gpu_operator.agents.mig_manager.generated import generated_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.host import HostActions
+from gpu_operator.agents.mig_manager.host_clients import HostClientsError, HostGpuClients, Runner, load_clients
 from gpu_operator.agents.mig_manager.reconfigure import CONFIG_LABEL, Reconfigurer, Settings
 from gpu_operator.agents.nvml.selection import open_nvml
 from gpu_operator.agents.nvml.underlying import library_of
@@ -113,8 +115,13 @@ def _publish(client: KubeClient, node: str, namespace: str, text: str) -> None:
 
 
 def main(
-    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, *, kube: KubeClient | None = None
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    kube: KubeClient | None = None,
+    host_runner: Runner | None = None,
 ) -> int:
+    """Run the MIG manager; `kube` and `host_runner` (commands in the host's root) replace the real ones in tests."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     env = dict(os.environ if environ is None else environ)
     args = build_parser().parse_args(argv)
@@ -125,11 +132,8 @@ def main(
             raise MigConfigError("the node is unknown: set NODE_NAME (the pod's spec.nodeName) or --node-name")
         if not namespace:
             raise MigConfigError("the operand namespace is unknown: set POD_NAMESPACE or --namespace")
-        if _flag(env, "WITH_SHUTDOWN_HOST_GPU_CLIENTS"):
-            raise MigConfigError(
-                "WITH_SHUTDOWN_HOST_GPU_CLIENTS=true is not supported by this agent (it does not stop host "
-                "services); set it to false and stop the host's GPU clients before changing MIG mode"
-            )
+        shutdown_given = "WITH_SHUTDOWN_HOST_GPU_CLIENTS" in env
+        with_shutdown = _flag(env, "WITH_SHUTDOWN_HOST_GPU_CLIENTS")
         with_reboot = _flag(env, "WITH_REBOOT")
         with_cdi = _flag(env, "CDI_ENABLED")
         ready = Path(args.validations_dir) / "driver-ready"
@@ -139,12 +143,19 @@ def main(
                 time.sleep(args.poll_interval)
         if ready.exists():
             env.update(read_driver_ready(str(ready)))
+        if not shutdown_given and "IS_HOST_DRIVER" in env:
+            with_shutdown = _flag(env, "IS_HOST_DRIVER")
+        host_clients = None
+        if with_shutdown:
+            host_clients = HostGpuClients(load_clients(env.get("GPU_CLIENTS_FILE")))
+            if host_runner is not None:
+                host_clients.runner = host_runner
         library = library_of(open_nvml(args.nvml, environ=env))
         if library is None:
             raise MigConfigError("no NVML library on this node")
         hardware = MigHardware(library)
         config, generated = _config(args, env, hardware)
-    except (MigConfigError, ValueError, OSError) as error:
+    except (MigConfigError, HostClientsError, ValueError, OSError) as error:
         sys.stderr.write(f"{PROGRAM}: {error}\n")
         return 2
     try:
@@ -157,8 +168,9 @@ def main(
             _publish(client, node, namespace, generated)
         except KubeError as error:
             _log.warning("could not publish ConfigMap %s-mig-config: %s", node, error)
-    after_apply = CdiRefresh.from_environment(env) if with_cdi else None
-    host = HostActions(env.get("NVIDIA_DRIVER_ROOT") or "/")
+    runner = {} if host_runner is None else {"runner": host_runner}
+    after_apply = CdiRefresh.from_environment(env, **runner) if with_cdi else None
+    host = HostActions(env.get("NVIDIA_DRIVER_ROOT") or "/", **runner)
     reconfigurer = Reconfigurer(
         client,
         hardware,
@@ -167,6 +179,7 @@ def main(
         after_apply=after_apply,
         reset=host.reset_gpus,
         reboot=host.reboot,
+        host_clients=host_clients,
     )
     applied: str | None = None
     while True:

@@ -1,10 +1,14 @@
 """The node's MIG state read and written through NVML, in mig-parted's terms.
 
-A GPU's MIG state is its mode and a count of GPU instances per profile (`{"1g.10gb": 7}`), each with one
-full-size compute instance. Profiles are resolved by asking the GPU for each profile *index*
-(`nvmlDeviceGetGpuInstanceProfileInfo`), whose answer carries the profile *id* the create and list calls take
-and the name (`MIG 1g.10gb`). Clearing destroys every compute instance and then every GPU instance; creating
-places the largest instances first, so smaller ones fill the gaps they leave.
+A GPU's MIG state is its mode and a count of MIG devices per profile (`{"1g.10gb": 7}`, `{"1c.2g.20gb": 2}`).
+A MIG device is one GPU instance with one compute instance in it: full-size (`2g.20gb`) or, with a `<C>c.`
+prefix, of C compute slices only (`1c.2g.20gb`: a one-slice compute instance in a two-slice GPU instance, which
+keeps the GPU instance's memory and engines). GPU instance profiles are resolved by asking the GPU for each
+profile *index* (`nvmlDeviceGetGpuInstanceProfileInfo`), whose answer carries the profile *id* the create and
+list calls take and the name (`MIG 2g.20gb`); compute instances use the standard compute profile of their
+slice count, and NVML refuses one its GPU instance cannot hold. Clearing destroys every compute instance and
+then every GPU instance; creating places the largest GPU instances first, so smaller ones fill the gaps they
+leave.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ from typing import Any
 
 import pynvml
 
+from gpu_operator.agents.nvml.mig_profile import COMPUTE_INSTANCE_SLICES
+
 __all__ = ["GpuMigState", "MigHardware", "MigHardwareError", "MigModePending", "ProfileInfo"]
 
 #: GPU instance profile indices NVML defines (`NVML_GPU_INSTANCE_PROFILE_COUNT`).
 _GI_PROFILE_COUNT = 0x12
 #: Compute instance profile indices (`NVML_COMPUTE_INSTANCE_PROFILE_COUNT`).
 _CI_PROFILE_COUNT = 0x9
-#: GPU instance slices -> the full-size compute instance profile index.
-_FULL_COMPUTE_PROFILE = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 7, 6: 6}
+#: Compute slices -> the standard compute instance profile index of that size (1_SLICE .. 6_SLICE).
+_COMPUTE_PROFILE = {slices: index for index, slices in COMPUTE_INSTANCE_SLICES.items() if index < 7}
 #: Answers meaning "this profile index does not exist here".
 _ABSENT = (pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_INVALID_ARGUMENT, pynvml.NVML_ERROR_NOT_FOUND)
 
@@ -65,6 +71,12 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _device_name(gpu_instance: ProfileInfo, compute_slices: int) -> str:
+    if compute_slices >= gpu_instance.slices:
+        return gpu_instance.name
+    return f"{compute_slices}c.{gpu_instance.name}"
+
+
 class MigHardware:
     """MIG reads and writes on the GPUs of one NVML library (pynvml or the simulated library)."""
 
@@ -89,6 +101,30 @@ class MigHardware:
             found[name] = ProfileInfo(name, info.id, info.sliceCount, info.instanceCount)
         return found
 
+    def device_profiles(self, index: int) -> dict[str, tuple[ProfileInfo, int]]:
+        """Every MIG device profile this GPU may hold -> (its GPU instance profile, its compute slices).
+
+        Full-size ones by the GPU instance profile's name, smaller compute instances as `<C>c.<name>`.
+        """
+        offered: dict[str, tuple[ProfileInfo, int]] = {}
+        for profile in self.profiles(index).values():
+            for slices in sorted(s for s in _COMPUTE_PROFILE if s <= profile.slices):
+                offered[_device_name(profile, slices)] = (profile, slices)
+        return offered
+
+    def _compute_instances(self, gpu_instance: Any) -> list[tuple[Any, int]]:
+        """The compute instances of a GPU instance, each with its slice count."""
+        found: list[tuple[Any, int]] = []
+        for ci_profile, slices in COMPUTE_INSTANCE_SLICES.items():
+            try:
+                instances = self._lib.nvmlGpuInstanceGetComputeInstances(gpu_instance, ci_profile)
+            except pynvml.NVMLError as error:
+                if error.value in _ABSENT:
+                    continue
+                raise
+            found += [(ci, slices) for ci in instances]
+        return found
+
     def gpus(self) -> list[GpuMigState]:
         states = []
         for index in range(self._lib.nvmlDeviceGetCount()):
@@ -106,7 +142,9 @@ class MigHardware:
             devices: Counter[str] = Counter()
             if current:
                 for profile in self.profiles(index).values():
-                    devices[profile.name] += len(self._lib.nvmlDeviceGetGpuInstances(handle, profile.id))
+                    for gpu_instance in self._lib.nvmlDeviceGetGpuInstances(handle, profile.id):
+                        for _, slices in self._compute_instances(gpu_instance):
+                            devices[_device_name(profile, slices)] += 1
             present = {k: v for k, v in devices.items() if v}
             states.append(GpuMigState(index, pci_id, True, bool(current), present, bus_id, bool(pending)))
         return states
@@ -133,23 +171,24 @@ class MigHardware:
         self._lib.nvmlDeviceSetMigMode(self._handle(index), mode)
 
     def create(self, index: int, devices: dict[str, int]) -> None:
-        """Create the GPU instances (each with a full compute instance).
+        """Create the MIG devices: per device a GPU instance and its compute instance.
 
         NVML places each new instance itself, so the order of creation decides whether a mix fits: orders are
         tried largest first, then every other permutation, clearing the GPU between tries, as mig-parted does.
         """
         handle = self._handle(index)
-        offered = self.profiles(index)
+        offered = self.device_profiles(index)
         unknown = sorted(set(devices) - set(offered))
         if unknown:
             listed = ", ".join(offered)
             raise MigHardwareError(f"GPU {index} has no MIG profile {', '.join(unknown)} (it offers {listed})")
-        wanted = sorted((n for n, count in devices.items() for _ in range(count)), key=lambda n: -offered[n].slices)
+        wanted = sorted((n for n, count in devices.items() for _ in range(count)),
+                        key=lambda n: -offered[n][0].slices)
         first_error: MigHardwareError | None = None
         for order in dict.fromkeys(itertools.permutations(wanted)):
             try:
                 for name in order:
-                    self._create_one(handle, index, offered[name])
+                    self._create_one(handle, index, name, offered[name])
                 return
             except MigHardwareError as error:
                 first_error = first_error or error
@@ -157,9 +196,15 @@ class MigHardware:
         if first_error is not None:
             raise first_error
 
-    def _create_one(self, handle: Any, index: int, profile: ProfileInfo) -> None:
+    def _create_one(self, handle: Any, index: int, name: str, device: tuple[ProfileInfo, int]) -> None:
+        profile, slices = device
         try:
             gpu_instance = self._lib.nvmlDeviceCreateGpuInstance(handle, profile.id)
-            self._lib.nvmlGpuInstanceCreateComputeInstance(gpu_instance, _FULL_COMPUTE_PROFILE[profile.slices])
         except pynvml.NVMLError as error:
             raise MigHardwareError(f"GPU {index}: cannot create a {profile.name} instance: {error}") from error
+        try:
+            self._lib.nvmlGpuInstanceCreateComputeInstance(gpu_instance, _COMPUTE_PROFILE[slices])
+        except pynvml.NVMLError as error:
+            raise MigHardwareError(
+                f"GPU {index}: cannot create the {slices}-slice compute instance of {name}: {error}"
+            ) from error

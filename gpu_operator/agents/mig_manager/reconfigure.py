@@ -3,9 +3,10 @@
 The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already match, `success`. Otherwise set
 `nvidia.com/mig.config.state=pending`, pause the GPU operands by setting their `nvidia.com/gpu.deploy.*` labels to
 `paused-for-mig-change` (labels that are `false` stay `false`; `gpu.deploy.client` only when present), wait for
-their pods to leave the node, delete the CUDA and device-plugin validator pods, then apply: destroy every
+their pods to leave the node, delete the CUDA and device-plugin validator pods, stop the host's GPU clients when
+`WITH_SHUTDOWN_HOST_GPU_CLIENTS` asks for it (:mod:`.host_clients`), then apply: destroy every
 compute and GPU instance, set the MIG mode, create the new instances, then refresh CDI when it is on
-(:mod:`.cdi`). On success the operator validator pod is
+(:mod:`.cdi`) and start the host clients again (on the failure paths too). On success the operator validator pod is
 deleted (so it revalidates), the labels go back to `true` and the state to `success`. A MIG mode that stays
 pending is retried after a reset of the GPUs; if it is still pending and `WITH_REBOOT` is on, the state is
 `rebooting` and the host reboots with the operands still paused: the next run finishes the change (and restores
@@ -29,6 +30,7 @@ from gpu_operator.agents.kube.resources import NODES, PODS
 from gpu_operator.agents.mig_manager.cdi import CdiError
 from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, MigPartedConfig, select
 from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError, MigModePending
+from gpu_operator.agents.mig_manager.host_clients import HostClientsError, HostGpuClients
 
 __all__ = [
     "CONFIG_LABEL",
@@ -94,6 +96,7 @@ class Reconfigurer:
         after_apply: Callable[[], None] | None = None,
         reset: Callable[[list[str]], None] | None = None,
         reboot: Callable[[], None] | None = None,
+        host_clients: HostGpuClients | None = None,
     ) -> None:
         self._kube = kube
         self._hardware = hardware
@@ -104,6 +107,7 @@ class Reconfigurer:
         self._after_apply = after_apply
         self._reset = reset
         self._reboot = reboot
+        self._clients = host_clients
 
     # -- the node ------------------------------------------------------------------------------------------
 
@@ -182,7 +186,7 @@ class Reconfigurer:
                     f"config {name!r} enables MIG on GPU {index} ({gpu.pci_id}), which is not MIG-capable"
                 )
             if layout.devices:
-                offered = self._hardware.profiles(index)
+                offered = self._hardware.device_profiles(index)
                 unknown = sorted(set(layout.devices) - set(offered))
                 if unknown:
                     raise MigConfigError(
@@ -264,6 +268,8 @@ class Reconfigurer:
             self._wait_for_operands(paused)
             for app in _VALIDATORS_BEFORE:
                 self._delete_pods(app)
+            if self._clients is not None:
+                self._clients.stop()
             try:
                 self._apply(plan, gpus)
             except MigModePending as error:
@@ -279,10 +285,21 @@ class Reconfigurer:
                 raise self._rollback(gpus, name, error) from error
             if self._after_apply is not None:
                 self._after_apply()
+            if self._clients is not None:
+                try:
+                    self._clients.restart()
+                except HostClientsError as error:
+                    raise ReconfigureFailed(f"{name!r} was applied, but {error}") from error
             self._delete_pods(_VALIDATOR_AFTER)
-        except (ReconfigureFailed, KubeError, CdiError) as error:
+        except (ReconfigureFailed, KubeError, CdiError, HostClientsError) as error:
+            reason = str(error)
+            if self._clients is not None and self._clients.stopped:
+                try:
+                    self._clients.restart()
+                except HostClientsError as restart_error:
+                    reason += f"; {restart_error}"
             self._restore(paused)
-            self._set_state("failed", str(error))
+            self._set_state("failed", reason)
             return "failed"
         self._restore(paused)
         self._set_state("success")

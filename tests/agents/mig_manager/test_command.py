@@ -57,8 +57,11 @@ def test_config_file_from_env(server: FakeApiServer, tmp_path: Path) -> None:
     [
         ({"POD_NAMESPACE": "gpu-operator"}, "set NODE_NAME"),
         ({"NODE_NAME": NODE}, "set POD_NAMESPACE"),
-        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_SHUTDOWN_HOST_GPU_CLIENTS": "true"},
-         "WITH_SHUTDOWN_HOST_GPU_CLIENTS=true is not supported"),
+        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_SHUTDOWN_HOST_GPU_CLIENTS": "true",
+          "GPU_CLIENTS_FILE": "/nonexistent/clients.yaml"},
+         "cannot read the GPU clients file /nonexistent/clients.yaml"),
+        ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_SHUTDOWN_HOST_GPU_CLIENTS": "perhaps"},
+         "WITH_SHUTDOWN_HOST_GPU_CLIENTS='perhaps': expected true or false"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x"}, "cannot reach the Kubernetes API: not running in a cluster"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "WITH_REBOOT": "maybe"}, "WITH_REBOOT='maybe': expected true"),
         ({"NODE_NAME": NODE, "POD_NAMESPACE": "x", "CONFIG_FILE": "/nonexistent/c.yaml"}, "cannot read MIG config"),
@@ -78,3 +81,26 @@ def test_registered_in_the_agent_cli(capsys: pytest.CaptureFixture[str]) -> None
         cli_main(["mig-manager", "--help"])
     assert exit_info.value.code == 0
     assert "nvidia.com/mig.config" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("given", "host_driver", "stops"), [
+    ({}, "true", True), ({}, "false", False), ({"WITH_SHUTDOWN_HOST_GPU_CLIENTS": "false"}, "true", False),
+    ({"WITH_SHUTDOWN_HOST_GPU_CLIENTS": "true"}, "false", True)])
+def test_host_clients_stop_with_a_host_driver_unless_told_otherwise(
+    server: FakeApiServer, tmp_path: Path, given: dict[str, str], host_driver: str, stops: bool
+) -> None:
+    (tmp_path / "driver-ready").write_text(f"IS_HOST_DRIVER={host_driver}\nNVIDIA_DRIVER_ROOT=/\n")
+    clients = tmp_path / "clients.yaml"
+    clients.write_text("version: v1\nsystemd-services: [nvidia-dcgm.service]\n")
+    commands: list[list[str]] = []
+
+    def systemctl(command: list[str]) -> tuple[int, str]:
+        commands.append(list(command))
+        return (0, "") if "is-active" in command or command[3] in ("stop", "start") else (3, "")
+
+    env = {"NODE_NAME": NODE, "POD_NAMESPACE": "gpu-operator", "GPU_CLIENTS_FILE": str(clients), **given}
+    assert main(_args(tmp_path, "--validations-dir", str(tmp_path)), env, kube=server.client(),
+                host_runner=systemctl) == 0
+    assert server.get("nodes", NODE)["metadata"]["labels"][STATE_LABEL] == "success"
+    stops_and_starts = [c[3:] for c in commands if c[3] in ("stop", "start")]
+    assert stops_and_starts == ([["stop", "nvidia-dcgm.service"], ["start", "nvidia-dcgm.service"]] if stops else [])

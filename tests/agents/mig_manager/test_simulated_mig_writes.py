@@ -81,3 +81,14 @@ def test_created_instances_are_mig_devices(lib: SimulatedLibrary) -> None:
     assert lib.nvmlGpuInstanceGetInfo(gi).profileId == ID["2g.20gb"]
     assert lib.nvmlDeviceGetAttributes(mig).gpuInstanceSliceCount == 2
     assert _code(lib.nvmlDeviceGetMigDeviceHandleByIndex, handle, 2) == pynvml.NVML_ERROR_NOT_FOUND
+
+
+def test_a_compute_instance_may_be_smaller_than_its_gpu_instance_but_not_larger(lib: SimulatedLibrary) -> None:
+    handle = lib.nvmlDeviceGetHandleByIndex(2)  # MIG off
+    lib.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)
+    gi = lib.nvmlDeviceCreateGpuInstance(handle, ID["2g.20gb"])
+    three = pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE
+    assert _code(lib.nvmlGpuInstanceCreateComputeInstance, gi, three) == pynvml.NVML_ERROR_NOT_SUPPORTED
+    lib.nvmlGpuInstanceCreateComputeInstance(gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE)
+    placement, = lib.profile.gpus[2].mig.devices  # type: ignore[union-attr]
+    assert (placement.profile, placement.compute_slices) == ("2g.20gb", 1)

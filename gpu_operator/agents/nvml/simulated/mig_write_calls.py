@@ -5,7 +5,9 @@ a power of two), starting at a multiple of that size, and its compute slices mus
 on A100/H100 this gives NVIDIA's placements (1g: 0-6, 1g.20gb and 2g: 0,2,4(,6), 3g: 0,4, 4g and 7g: 0).
 A new instance takes the lowest free start; one that fits nowhere, or exceeds its profile's instance count,
 fails with "insufficient resources" as NVML does. A GPU instance without a compute instance is no MIG device,
-so it is kept aside until a compute instance is created in it (one full-size compute instance per GPU instance).
+so it is kept aside until a compute instance is created in it: one per GPU instance, full-size or smaller (a
+`1c.2g.20gb` MIG device is a one-slice compute instance in a two-slice GPU instance); a compute instance larger
+than its GPU instance is "not supported".
 The MIG mode can change only while the GPU has no instances ("in use" otherwise); it takes effect at once.
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 
 import pynvml
 
+from gpu_operator.agents.nvml.mig_profile import COMPUTE_INSTANCE_SLICES
 from gpu_operator.agents.nvml.simulated.core import SimulatedCore, fail
 from gpu_operator.agents.nvml.simulated.profile import (
     GpuInstanceProfile,
@@ -29,6 +32,9 @@ __all__ = ["MigWriteCalls"]
 
 _MEMORY_SLICES = 8
 _COMPUTE_SLICES = 7
+#: The standard compute instance profile indices (1_SLICE .. 7_SLICE, 8_SLICE, 6_SLICE; not the REV1 and NVL ones)
+#: -> slices.
+_STANDARD_COMPUTE_SLICES = {index: slices for index, slices in COMPUTE_INSTANCE_SLICES.items() if index < 7}
 
 
 def _size(model: GpuModel, profile: GpuInstanceProfile) -> int:
@@ -137,12 +143,13 @@ class MigWriteCalls(SimulatedCore):
         model = self.profile.model_of(index)
         profile = model.mig_profile(bare[gi])
         assert profile is not None
-        full = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 7, 6: 6}.get(profile.slices)
-        if profile_id != full:
+        slices = _STANDARD_COMPUTE_SLICES.get(profile_id)
+        if slices is None or slices > profile.slices:
             fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
         layout = self.profile.gpus[index].mig
         assert layout is not None
-        placement = MigPlacement(profile=bare.pop(gi), gpu_instance=gi, compute_instance=0)
+        smaller = slices if slices < profile.slices else None
+        placement = MigPlacement(profile=bare.pop(gi), gpu_instance=gi, compute_instance=0, compute_slices=smaller)
         self._set_layout(index, layout.model_copy(update={"devices": (*layout.devices, placement)}))
         return ComputeInstanceHandle(index, gi, 0)
 
