@@ -4,7 +4,9 @@ The collector is built once from the inventory (the entities, their identity and
 change while the exporter runs; a MIG reconfiguration restarts dcgm-exporter, and SIGHUP rebuilds this
 collector). Each `collect()` then takes one NVML sampling pass, the GPM readings since the previous cycle,
 the last XIDs, the licence states, the pod holding each GPU (kubelet pod-resources, plus the API server for pod
-UIDs and labels) and the HPC job files, and returns a :class:`~gpu_operator.agents.exposition.Snapshot`.
+UIDs and labels) and the HPC job files, and returns a :class:`~gpu_operator.agents.exposition.Snapshot`. With
+shared GPUs (`--kubernetes-virtual-gpus`) the pass also reads each GPU's processes, and each holding pod's
+series carry its own share of utilisation and memory, with its `pod_uid` (:mod:`.process_split`).
 
 A GPU the sampling pass reports lost contributes no series and makes the snapshot degraded with a reason; the
 other GPUs are unaffected. Failing to ask the kubelet or the API server only drops the pod labels for that
@@ -16,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from gpu_operator.agents.exposition import HEALTHY, Health, Labels, Snapshot
@@ -39,6 +41,7 @@ from gpu_operator.agents.metrics_exporter.pod_metadata import (
     PodMetadataError,
     PodMetadataSource,
 )
+from gpu_operator.agents.metrics_exporter.process_split import split_values
 from gpu_operator.agents.metrics_exporter.rates import NvlinkRates
 from gpu_operator.agents.metrics_exporter.readings import EntityReading
 from gpu_operator.agents.metrics_exporter.render import (
@@ -75,10 +78,17 @@ class Attribution:
     resource_names: tuple[str, ...] = ()
     labelling: PodLabelling = field(default_factory=PodLabelling)
     hpc_job_dir: str | None = None
+    proc_root: str = "/proc"
 
     @property
     def needs_pod_metadata(self) -> bool:
-        return self.labelling.pod_uid or self.labelling.pod_labels
+        """Pod UIDs or labels are asked for, or shared GPUs are split per pod (which finds pods by UID)."""
+        return self.labelling.pod_uid or self.labelling.pod_labels or self.virtual_gpus
+
+    @property
+    def pod_labelling(self) -> PodLabelling:
+        """Split series of shared GPUs always say whose share they are (`pod_uid`)."""
+        return replace(self.labelling, pod_uid=True) if self.virtual_gpus else self.labelling
 
 
 @dataclass
@@ -143,7 +153,7 @@ class Collector:
 
     # -- pods and jobs --------------------------------------------------------------------------------------
 
-    def _holders(self) -> Mapping[str, list[Variant]] | None:
+    def _holders(self, samples: Mapping[int, GpuSample]) -> Mapping[str, list[Variant]] | None:
         """Entity key -> pod variants this cycle, or None when no kubelet answered."""
         pods = self._sources.pods
         if not self._attribution.kubernetes or pods is None:
@@ -161,11 +171,20 @@ class Collector:
         else:
             holders = {key: [pod] for key, pod in pods_by_device(allocations, self._mig_keys, names).items()}
         metadata = self._pod_metadata() if holders else {}
-        return {
-            entity.key: [pod_variant(pod, metadata, self._attribution.labelling, self._taken(entity)) for pod in pods]
-            for entity in self.entities
-            if (pods := holders.get(entity.key))
-        }
+        labelling = self._attribution.pod_labelling
+        variants: dict[str, list[Variant]] = {}
+        for entity in self.entities:
+            held = holders.get(entity.key)
+            if not held:
+                continue
+            variants[entity.key] = [pod_variant(pod, metadata, labelling, self._taken(entity)) for pod in held]
+            sample = samples.get(entity.index)
+            # without the API server's pods no process can be told apart: the series keep the device's values
+            if self._attribution.virtual_gpus and metadata and entity.gpu_instance_id is None and sample is not None:
+                shares = split_values(sample.processes, held, metadata, self._attribution.proc_root)
+                own = zip(variants[entity.key], shares, strict=True)
+                variants[entity.key] = [replace(v, values=tuple(share.items())) for v, share in own]
+        return variants
 
     def _pod_metadata(self) -> Mapping[tuple[str, str], PodMetadata]:
         source = self._sources.pod_metadata
@@ -204,10 +223,12 @@ class Collector:
 
     def collect(self) -> Snapshot:
         """One cycle. Raises whatever NVML raises node-wide; a lost GPU only marks the snapshot degraded."""
-        samples = {sample.index: sample for sample in self._sources.nvml.sample()}
+        nvml = self._sources.nvml
+        split = self._attribution.kubernetes and self._attribution.virtual_gpus
+        samples = {sample.index: sample for sample in (nvml.sample(processes=True) if split else nvml.sample())}
         gpm = self._sources.gpm.read() if self._sources.gpm is not None else {}
         rates = {index: self._rates.update(sample) for index, sample in samples.items() if not sample.lost}
-        holders = self._holders()
+        holders = self._holders(samples)
         jobs = read_job_mapping(self._attribution.hpc_job_dir) if self._attribution.hpc_job_dir else {}
         series: list[EntitySeries] = []
         lost: dict[int, str] = {}

@@ -115,12 +115,12 @@ def _pod_sources(settings: Settings, environ: Mapping[str, str]) -> tuple[PodRes
         pods = PodResourcesClient(settings.pod_resources_socket)
     except PodResourcesError as error:
         raise ExporterFailure(str(error)) from error
-    if not (settings.pod_uid or settings.pod_labels):
+    if not (settings.pod_uid or settings.pod_labels or settings.virtual_gpus):
         return pods, None
     try:
         return pods, ApiPods(KubeClient.from_environment(environ), settings.node_name)
     except KubeConfigError as error:
-        _log.warning("pod UIDs and labels will not be available: %s", error)
+        _log.warning("pod UIDs and labels (and per-pod shares of shared GPUs) will not be available: %s", error)
         return pods, None
 
 
@@ -183,7 +183,7 @@ def _builder(settings: Settings, nvml: Nvml, environ: Mapping[str, str], xids: X
     labelling = PodLabelling(settings.use_old_namespace, settings.pod_uid, settings.pod_labels,
                              LabelRules.from_patterns(settings.pod_label_allowlist))
     attribution = Attribution(settings.kubernetes, settings.virtual_gpus, settings.resource_names, labelling,
-                              settings.hpc_job_dir or None)
+                              settings.hpc_job_dir or None, settings.proc_root)
     library = library_of(nvml)
 
     def build() -> Built:

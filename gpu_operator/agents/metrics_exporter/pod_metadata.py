@@ -41,8 +41,12 @@ class PodMetadataError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class PodMetadata:
+    """A pod's UID and labels, and its containers by runtime container ID (without the `containerd://` scheme),
+    which tells the per-process split of shared GPUs whose process is whose (see :mod:`.process_split`)."""
+
     uid: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    containers: Mapping[str, str] = field(default_factory=dict)
 
 
 class PodMetadataSource(Protocol):
@@ -93,10 +97,20 @@ def _free_name(name: str, used: Collection[str]) -> str:
     return candidate
 
 
+def _containers(status: Mapping[str, Any]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for container in status.get("containerStatuses") or ():
+        container_id = str(container.get("containerID") or "")
+        if container_id:
+            found[container_id.split("://", 1)[-1]] = str(container.get("name", ""))
+    return found
+
+
 def _metadata(item: Mapping[str, Any]) -> tuple[tuple[str, str], PodMetadata]:
     meta = item.get("metadata", {})
     key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-    return key, PodMetadata(str(meta.get("uid", "")), dict(meta.get("labels") or {}))
+    containers = _containers(item.get("status") or {})
+    return key, PodMetadata(str(meta.get("uid", "")), dict(meta.get("labels") or {}), containers)
 
 
 class ApiPods:

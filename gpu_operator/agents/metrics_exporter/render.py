@@ -6,7 +6,8 @@ sample per variant, labelled:
     <identity labels> + <label-type fields and pod labels, sorted by name> + <attributes, sorted by name>
 
 where attributes are the pod/job labels of the variant and, for `DCGM_FI_DEV_XID_ERRORS`, `err_code` and
-`err_msg`. Integer fields print as integers; double fields are first rounded to six decimals (DCGM formats
+`err_msg`. A variant may carry its own value of a field (a pod's share of a shared GPU). Integer fields print as
+integers; double fields are first rounded to six decimals (DCGM formats
 them with `%f`), then printed in Go's shortest form. Samples within a family are ordered by dcgm-exporter's
 label signature (:func:`~gpu_operator.agents.exposition.label_signature`). Label blocks are formatted once and
 reused across cycles (:class:`LabelBlocks`), so a cycle mostly formats values.
@@ -67,7 +68,7 @@ def series_labels(entity_labels: Labels, field_labels: Labels, variant: Variant,
     )
 
 
-_BlockKey = tuple[Labels, Labels, Variant, Labels]
+_BlockKey = tuple[Labels, Labels, Labels, Labels, Labels]
 
 
 class LabelBlocks:
@@ -85,7 +86,7 @@ class LabelBlocks:
         self._previous, self._current = self._current, {}
 
     def block(self, item: EntitySeries, variant: Variant, extra: Labels) -> LabelBlock:
-        key = (item.entity.labels, item.field_labels, variant, extra)
+        key = (item.entity.labels, item.field_labels, variant.labels, variant.attributes, extra)
         found = self._current.get(key) or self._previous.get(key)
         if found is None:
             found = LabelBlock.of(series_labels(item.entity.labels, item.field_labels, variant, extra))
@@ -102,7 +103,9 @@ def _samples(counter: Counter, series: Sequence[EntitySeries], blocks: LabelBloc
             continue
         value = exposed_value(source.kind, raw)
         extra = xid_labels(int(raw)) if counter.name == XID_FIELD else ()
-        samples.extend(FormattedSample(blocks.block(item, variant, extra), value) for variant in item.variants)
+        for variant in item.variants:
+            own = value if not variant.values else exposed_value(source.kind, variant.value(counter.name, raw))
+            samples.append(FormattedSample(blocks.block(item, variant, extra), own))
     samples.sort(key=lambda sample: sample.block.signature)
     return samples
 

@@ -85,7 +85,10 @@ OPTIONS: tuple[Option, ...] = (
            ("DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",), _names, (),
            "comma-separated regular expressions; only matching pod label keys are added"),
     _flag("virtual_gpus", ("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", False,
-          "one series per container sharing a GPU (time-slicing, MPS), with its replica in vgpu"),
+          "one series per container sharing a GPU (time-slicing, MPS), with its replica in vgpu, its pod_uid and "
+          "its own share of GPU_UTIL and FB_USED (needs hostPID and reads pods from the API server)"),
+    Option("proc_root", ("--proc-root",), ("DCGM_EXPORTER_PROC_ROOT",), _absolute, "/proc",
+           "where /proc/<pid>/cgroup is read to find the pod of a GPU process (--kubernetes-virtual-gpus)"),
     Option("pod_resources_socket", ("--pod-resources-kubelet-socket",), ("DCGM_POD_RESOURCES_KUBELET_SOCKET",),
            _absolute, DEFAULT_POD_RESOURCES_SOCKET, "the kubelet's pod-resources socket"),
     Option("resource_names", ("--nvidia-resource-names",), ("NVIDIA_RESOURCE_NAMES",), _names, (),
@@ -121,6 +124,7 @@ class Settings:
     pod_uid: bool = False
     pod_label_allowlist: tuple[str, ...] = ()
     virtual_gpus: bool = False
+    proc_root: str = "/proc"
     pod_resources_socket: str = DEFAULT_POD_RESOURCES_SOCKET
     resource_names: tuple[str, ...] = ()
     use_old_namespace: bool = False

@@ -28,8 +28,14 @@ _OLD_NAMES = ("pod_name", "pod_namespace", "container_name")
 
 @dataclass(frozen=True, slots=True)
 class Variant:
+    """`values` replaces the entity's value of a field for this variant only (a holder's share of a shared GPU)."""
+
     labels: Labels = ()
     attributes: Labels = ()
+    values: tuple[tuple[str, float], ...] = ()
+
+    def value(self, field_name: str, entity_value: float) -> float:
+        return next((v for name, v in self.values if name == field_name), entity_value)
 
 
 IDLE = Variant()
@@ -69,4 +75,6 @@ def with_jobs(variants: Sequence[Variant], jobs: Sequence[str]) -> tuple[Variant
     """Each variant once per HPC job (unchanged when the GPU has no job file)."""
     if not jobs:
         return tuple(variants)
-    return tuple(Variant(v.labels, (*v.attributes, (HPC_JOB_LABEL, job))) for v in variants for job in jobs)
+    return tuple(
+        Variant(v.labels, (*v.attributes, (HPC_JOB_LABEL, job)), v.values) for v in variants for job in jobs
+    )

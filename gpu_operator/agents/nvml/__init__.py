@@ -37,7 +37,7 @@ from gpu_operator.agents.nvml.selection import (
     nvml_choice,
     open_nvml,
 )
-from gpu_operator.agents.nvml.telemetry import GpuSample, MigSample
+from gpu_operator.agents.nvml.telemetry import GpuSample, MigSample, ProcessSample
 
 __all__ = [
     "Nvml",
@@ -57,6 +57,7 @@ __all__ = [
     "FabricState",
     "GpuSample",
     "MigSample",
+    "ProcessSample",
     "DeviceEvent",
     "EventKind",
     "PciBus",

@@ -86,7 +86,7 @@ class LibraryNvml:
         assert self._discovered is not None
         return self._discovered
 
-    def sample(self) -> tuple[GpuSample, ...]:
+    def sample(self, processes: bool = False) -> tuple[GpuSample, ...]:
         with self._lock:
             now = self._clock()
             samples = []
@@ -96,7 +96,8 @@ class LibraryNvml:
                     samples.append(GpuSample(index=info.index, uuid=info.uuid, timestamp=now, lost=True))
                 else:
                     samples.append(
-                        sample_gpu(self._lib, self._reader, (info.index, info.uuid, gpu.handle), gpu.mig, now)
+                        sample_gpu(self._lib, self._reader, (info.index, info.uuid, gpu.handle), gpu.mig, now,
+                                   processes)
                     )
             return tuple(samples)
 

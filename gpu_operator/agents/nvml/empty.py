@@ -35,7 +35,7 @@ class EmptyNvml:
     def devices(self) -> tuple[GpuInfo, ...]:
         return ()
 
-    def sample(self) -> tuple[GpuSample, ...]:
+    def sample(self, processes: bool = False) -> tuple[GpuSample, ...]:
         return ()
 
     def wait_event(self, timeout_ms: int) -> DeviceEvent | None:

@@ -5,7 +5,8 @@ Four questions, each answered in one call:
 * `system()` - driver version, CUDA driver version, NVML version and GPU count;
 * `devices()` - the inventory: every GPU with identity, memory, compute capability, MIG mode and MIG devices,
   fabric membership and NVLink state (re-read on every call, so MIG reconfigurations show up);
-* `sample()` - every time-varying field of every GPU and MIG device in one cheap pass (a metrics scrape);
+* `sample()` - every time-varying field of every GPU and MIG device in one cheap pass (a metrics scrape), with
+  `processes=True` also each GPU's compute processes (memory and SM utilisation per pid);
 * `wait_event(timeout_ms)` - the next XID or ECC event, or None when the wait times out.
 
 `pci` is the sysfs view of the same node (PCI class, NUMA node, config space). Implementations: the pynvml
@@ -35,7 +36,7 @@ class Nvml(Protocol):
 
     def devices(self) -> tuple[GpuInfo, ...]: ...
 
-    def sample(self) -> tuple[GpuSample, ...]: ...
+    def sample(self, processes: bool = False) -> tuple[GpuSample, ...]: ...
 
     def wait_event(self, timeout_ms: int) -> DeviceEvent | None: ...
 

@@ -2,8 +2,8 @@
 
 A pass is the direct readings of :data:`~gpu_operator.agents.nvml.fields.DIRECT_READINGS`, one field-values
 call for :data:`~gpu_operator.agents.nvml.fields.FIELD_VALUES`, the memory query, and the memory query of each
-MIG device. Fields a GPU does not support are skipped from then on; a GPU that is lost yields a sample with
-`lost=True` and nothing else.
+MIG device, and when asked the running compute processes with their latest utilisation samples. Fields a GPU
+does not support are skipped from then on; a GPU that is lost yields a sample with `lost=True` and nothing else.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gpu_operator.agents.nvml.fields import (
 from gpu_operator.agents.nvml.library import Handle, NvmlLibrary
 from gpu_operator.agents.nvml.mig_reading import MigHandle
 from gpu_operator.agents.nvml.reading import FieldReader
-from gpu_operator.agents.nvml.telemetry import GpuSample, MigSample
+from gpu_operator.agents.nvml.telemetry import GpuSample, MigSample, ProcessSample
 
 __all__ = ["sample_gpu"]
 
@@ -80,20 +80,44 @@ def _mig(lib: NvmlLibrary, reader: FieldReader, index: int, mig: Sequence[MigHan
     )
 
 
+def _used_memory(value: int | None) -> int | None:
+    """pynvml turns NVML's "not available" into None; the raw structure holds the sentinel itself."""
+    return None if value is None or value == pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value else int(value)
+
+
+def _processes(lib: NvmlLibrary, reader: FieldReader, index: int, handle: Handle) -> tuple[ProcessSample, ...]:
+    running = reader.read(index, "compute_processes", lambda: lib.nvmlDeviceGetComputeRunningProcesses(handle))
+    # every sample the driver still holds (timestamp 0); the latest of each process counts
+    utilization = reader.read(index, "process_utilization", lambda: lib.nvmlDeviceGetProcessUtilization(handle, 0))
+    latest: dict[int, tuple[int, int]] = {}
+    for sample in utilization or ():
+        pid, stamp = int(sample.pid), int(sample.timeStamp)
+        if pid not in latest or stamp >= latest[pid][0]:
+            latest[pid] = (stamp, int(sample.smUtil))
+    memory = {int(p.pid): _used_memory(p.usedGpuMemory) for p in running or ()}
+    return tuple(
+        ProcessSample(pid, memory.get(pid), latest[pid][1] if pid in latest else None)
+        for pid in sorted(memory.keys() | latest.keys())
+    )
+
+
 def sample_gpu(
     lib: NvmlLibrary,
     reader: FieldReader,
     gpu: tuple[int, str | None, Handle],
     mig: Sequence[MigHandle],
     timestamp: float,
+    processes: bool = False,
 ) -> GpuSample:
-    """Sample GPU (index, UUID, handle) and its MIG devices."""
+    """Sample GPU (index, UUID, handle) and its MIG devices (and its processes when `processes`)."""
     index, uuid, handle = gpu
     try:
         values = _direct(lib, reader, index, handle)
         values.update(_field_values(lib, reader, index, handle))
         values["memory"] = reader.read(index, "memory", partial(read_memory, lib, handle))
         values["mig"] = _mig(lib, reader, index, mig)
+        if processes:
+            values["processes"] = _processes(lib, reader, index, handle)
     except NvmlGpuLost:
         return GpuSample(index=index, uuid=uuid, timestamp=timestamp, lost=True)
     return GpuSample(index=index, uuid=uuid, timestamp=timestamp, **values)

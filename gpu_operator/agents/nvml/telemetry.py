@@ -4,6 +4,8 @@ A sample is what a metrics exporter turns into one scrape: clocks, temperatures,
 memory use, PCIe replays, ECC and row-remapping counters and NVLink traffic. Every field is optional; `None` is
 a blank (not supported on this GPU, or not readable this time), which exporters skip rather than report as 0.
 Counters (energy, ECC, replays, NVLink KiB) are cumulative as NVML reports them; rates are the consumer's job.
+Per-process use (the compute processes' memory and their latest SM utilisation sample) is read only when asked
+for, since it costs two more calls per GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from gpu_operator.agents.nvml.inventory import MemoryInfo
 
-__all__ = ["GpuSample", "MigSample"]
+__all__ = ["GpuSample", "MigSample", "ProcessSample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,16 @@ class MigSample:
     gpu_instance_id: int
     compute_instance_id: int
     memory: MemoryInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """One process using the GPU: its frame-buffer use and its SM utilisation in the driver's latest sample
+    (None when NVML does not say)."""
+
+    pid: int
+    used_memory_bytes: int | None = None
+    sm_util_percent: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +69,4 @@ class GpuSample:
     nvlink_tx_kib: int | None = None
     nvlink_rx_kib: int | None = None
     mig: tuple[MigSample, ...] = ()
+    processes: tuple[ProcessSample, ...] = ()

@@ -16,6 +16,10 @@ Switches:
   mounted only when the exporter reads the API (pod metadata, or a user-set `DCGM_EXPORTER_CONFIGMAP_DATA`), as
   NVIDIA does.
 * `hpcJobMapping`: job ids from a host directory the workload manager writes; `hostPID`; `annotations` (pod).
+* `KUBERNETES_VIRTUAL_GPUS=true` in `env` (or `--kubernetes-virtual-gpus` in `args`): one series per pod sharing a
+  GPU, each with its own share of utilisation and memory found from the GPU's processes, so the pod gets the
+  host's PID namespace (`hostPID`, only in this mode) to read their cgroups, and reads pods (their UIDs) as with
+  `enablePodUID`.
 * `service.type` / `service.internalTrafficPolicy` on Service `nvidia-dcgm-exporter`. The ServiceMonitor
   follows `serviceMonitor`, merged over the chart's defaults (interval 15s, scrapeTimeout 10s, honorLabels
   false) as Helm merges values. NVIDIA creates it where the ServiceMonitor CRD exists; we create it when
@@ -71,6 +75,7 @@ __all__ = [
     "CUSTOM_COLLECTORS",
     "SERVICE_MONITOR_DEFAULTS",
     "reads_pods",
+    "virtual_gpus",
     "service_monitor_settings",
     "render",
 ]
@@ -89,6 +94,8 @@ LABELS = {"app": NAME}
 
 _POD_METADATA_ENV = ("DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID")
 _CONFIGMAP_DATA = "DCGM_EXPORTER_CONFIGMAP_DATA"
+_VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"
+_VIRTUAL_GPUS_FLAG = "--kubernetes-virtual-gpus"
 _REMOTE_HOSTENGINE = "DCGM_REMOTE_HOSTENGINE_INFO"
 _NO_CONFIGMAP = ("", "none")
 #: The chart's `dcgmExporter.serviceMonitor` values (v26.7.0), under a user's block as Helm merges them.
@@ -99,11 +106,18 @@ def _user_env(spec: DcgmExporterSpec) -> dict[str, str]:
     return {var.name: var.value or "" for var in spec.env}
 
 
+def virtual_gpus(spec: DcgmExporterSpec) -> bool:
+    """Shared GPUs are split per pod (`KUBERNETES_VIRTUAL_GPUS` in env, or the flag in args)."""
+    flag = any(a in (_VIRTUAL_GPUS_FLAG, f"{_VIRTUAL_GPUS_FLAG}=true") for a in spec.args or ())
+    return flag or _user_env(spec).get(_VIRTUAL_GPUS_ENV, "").lower() == "true"
+
+
 def reads_pods(spec: DcgmExporterSpec) -> bool:
-    """Pod labels or UIDs are on (by field or by the exporter's own env): the exporter must read pods."""
+    """Pod labels or UIDs are on (by field or by the exporter's own env), or shared GPUs are split per pod: the
+    exporter must read pods."""
     user = _user_env(spec)
     by_env = any(user.get(name, "").lower() == "true" for name in _POD_METADATA_ENV)
-    return spec.enable_pod_labels or spec.enable_pod_uid or by_env
+    return spec.enable_pod_labels or spec.enable_pod_uid or by_env or virtual_gpus(spec)
 
 
 def service_monitor_settings(spec: DcgmExporterSpec) -> ServiceMonitorConfig:
@@ -196,7 +210,7 @@ def _daemonset(ctx: RenderContext) -> Object:
         "containers": [_container(ctx, mounts)],
         "volumes": volumes,
     }
-    if spec.host_pid:
+    if spec.host_pid or virtual_gpus(spec):
         pod["hostPID"] = True
     if _uses_host_dcgm(ctx):
         pod.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")

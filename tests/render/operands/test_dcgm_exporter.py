@@ -264,6 +264,21 @@ def test_pod_metadata_enabled_by_env_also_grants_pod_reads() -> None:
     assert pod_of(find(objects, "DaemonSet"))["automountServiceAccountToken"] is True
 
 
+@pytest.mark.parametrize("settings", [
+    {"env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]},
+    {"args": ["--kubernetes-virtual-gpus"]},
+])
+def test_virtual_gpus_get_the_host_pid_namespace_and_pod_reads(settings: dict[str, Any]) -> None:
+    objects = _render(settings)
+    pod = pod_of(find(objects, "DaemonSet"))
+    assert pod["hostPID"] is True
+    assert pod["automountServiceAccountToken"] is True
+    assert find(objects, "ClusterRole", "nvidia-dcgm-exporter-read-pods")
+    assert_valid(objects)
+    plain = pod_of(find(_render({"env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "false"}]}), "DaemonSet"))
+    assert "hostPID" not in plain
+
+
 def test_no_pod_reads_without_pod_metadata() -> None:
     objects = _render({"podLabelAllowlistRegex": ["^app$"]})
     assert {o["kind"] for o in objects}.isdisjoint({"ClusterRole", "ClusterRoleBinding"})

@@ -165,6 +165,14 @@ class MigLayout(_Spec):
         return self.current if self.pending is None else self.pending
 
 
+class SimulatedProcess(_Spec):
+    """A compute process on a GPU: what NVML reports of it (frame-buffer use, SM utilisation sample)."""
+
+    pid: int
+    used_memory_mib: int | None = None
+    sm_util_percent: int = 0
+
+
 class SimulatedGpu(_Spec):
     """One GPU of the node, in NVML index order."""
 
@@ -175,6 +183,7 @@ class SimulatedGpu(_Spec):
     minor: int
     numa_node: int | None = None
     mig: MigLayout | None = None
+    processes: tuple[SimulatedProcess, ...] = ()
 
     @field_validator("uuid")
     @classmethod

@@ -74,6 +74,32 @@ class TelemetryCalls(SimulatedCore):
             memory=self._telemetry.gauge(index, "memory_util", model.telemetry.memory_util_percent),
         )
 
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[pynvml.c_nvmlProcessInfo_t]:
+        _, gpu, _ = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
+        unavailable = pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+        return [
+            pynvml.c_nvmlProcessInfo_t(
+                pid=p.pid,
+                usedGpuMemory=unavailable if p.used_memory_mib is None else p.used_memory_mib << 20,
+                gpuInstanceId=0xFFFFFFFF,
+                computeInstanceId=0xFFFFFFFF,
+            )
+            for p in gpu.processes
+        ]
+
+    def nvmlDeviceGetProcessUtilization(
+        self, handle: Any, time_stamp: int
+    ) -> list[pynvml.c_nvmlProcessUtilizationSample_t]:
+        """One sample per process, stamped at the call; none newer than `time_stamp` is "not found", as NVML says."""
+        _, gpu, _ = self._gpu(handle, "nvmlDeviceGetProcessUtilization")
+        now = int(time.time() * 1_000_000)
+        if not gpu.processes or now <= time_stamp:
+            fail(pynvml.NVML_ERROR_NOT_FOUND)
+        return [
+            pynvml.c_nvmlProcessUtilizationSample_t(pid=p.pid, timeStamp=now, smUtil=p.sm_util_percent)
+            for p in gpu.processes
+        ]
+
     def nvmlDeviceGetEncoderUtilization(self, handle: Any) -> list[int]:
         index, _, model = self._gpu(handle, "nvmlDeviceGetEncoderUtilization")
         return [self._telemetry.gauge(index, "encoder_util", model.telemetry.encoder_util_percent), _SAMPLING_PERIOD_US]
