@@ -15,6 +15,7 @@ __all__ = ["AGENTS", "main"]
 
 #: Agent name -> module providing `main(argv: Sequence[str]) -> int`.
 AGENTS: dict[str, str] = {
+    "config-manager": "gpu_operator.agents.device_plugin.config_manager",
     "device-plugin": "gpu_operator.agents.device_plugin.command",
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
     "mig-manager": "gpu_operator.agents.mig_manager.command",

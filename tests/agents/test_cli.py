@@ -9,6 +9,7 @@ from gpu_operator.agents import cli
 
 def test_known_agents() -> None:
     assert cli.AGENTS == {
+        "config-manager": "gpu_operator.agents.device_plugin.config_manager",
         "device-plugin": "gpu_operator.agents.device_plugin.command",
         "feature-discovery": "gpu_operator.agents.feature_discovery.command",
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
