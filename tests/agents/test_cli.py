@@ -53,4 +53,4 @@ def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
 def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 2
     assert cli.main(["--help"]) == 0
-    assert "agents: device-plugin, feature-discovery" in capsys.readouterr().err
+    assert "agents: config-manager, device-plugin, feature-discovery" in capsys.readouterr().err
