@@ -193,7 +193,8 @@ def test_the_cluster_builds_the_image_and_its_daemonsets_run_it_by_digest(cluste
     assert daemonsets["nvidia-operator-validator"]["driver-validation"] == BY_DIGEST
     every = [ref for images in daemonsets.values() for ref in images.values()]
     assert BY_TAG not in every  # nothing is left on the tag the render used
-    assert daemonsets["nvidia-device-plugin-daemonset"]["nvidia-device-plugin"].startswith("nvcr.io/nvidia/")
+    assert daemonsets["nvidia-device-plugin-daemonset"]["nvidia-device-plugin"] == BY_DIGEST
+    assert daemonsets["nvidia-driver-daemonset"]["k8s-driver-manager"].startswith("nvcr.io/nvidia/")
     lookup = next(c for c in mocks.calls if c.token == "azure-native:containerservice:getManagedCluster")
     assert lookup.args == {"resourceGroupName": "rg-gpu", "resourceName": "aks-gpu"}
     [grant] = recording.of_type(ROLE_ASSIGNMENT)

@@ -43,13 +43,14 @@ def _agent_containers(objects: list[dict]) -> list[str]:
     return found
 
 
-def test_this_release_ships_four_agents() -> None:
-    assert SHIPPED_AGENTS == {"gfd", "dcgmExporter", "validator", "nodeStatusExporter"}
+SHIPPED = ("gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter")
+
+
+def test_this_release_ships_six_agents() -> None:
+    assert SHIPPED_AGENTS == set(SHIPPED)
     ctx = RenderContext(parse_config(with_agents()))
-    assert [s for s in ("gfd", "dcgmExporter", "validator", "nodeStatusExporter") if ctx.uses_agent(s)] == [
-        "gfd", "dcgmExporter", "validator", "nodeStatusExporter",
-    ]
-    assert not any(ctx.uses_agent(s) for s in ("devicePlugin", "migManager", "driverManager"))
+    assert [s for s in SHIPPED if ctx.uses_agent(s)] == list(SHIPPED)
+    assert not ctx.uses_agent("driverManager")
 
 
 @pytest.mark.parametrize("document", [
@@ -69,8 +70,9 @@ def test_without_an_agents_image_every_operand_runs_nvidias_image(document: dict
 def test_default_stack_runs_nvidia_programs_where_no_agent_ships() -> None:
     objects = render(parse_config(with_agents()))
     plugin = _containers(objects, "nvidia-device-plugin-daemonset")["nvidia-device-plugin"]
-    assert plugin["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
-    assert _containers(objects, "nvidia-mig-manager")["nvidia-mig-manager"]["image"].startswith("nvcr.io/")
+    assert (plugin["image"], plugin["command"]) == (AGENTS_IMAGE, ["gpu-operator-agent", "device-plugin"])
+    mig = _containers(objects, "nvidia-mig-manager")["nvidia-mig-manager"]
+    assert (mig["image"], mig["command"]) == (AGENTS_IMAGE, ["gpu-operator-agent", "mig-manager"])
     manager = _containers(objects, "nvidia-driver-daemonset")["k8s-driver-manager"]
     assert manager["command"] == ["driver-manager"]
     gfd = _containers(objects, "gpu-feature-discovery")["gpu-feature-discovery"]
@@ -93,7 +95,8 @@ def test_a_built_image_is_referenced_by_its_tag_in_the_render() -> None:
 
 @pytest.mark.parametrize(("agents", "section", "expected"), [
     ({}, "gfd", "nvidia: no agents image configured"),
-    ({}, "devicePlugin", "nvidia: no agent shipped for this operand"),
+    ({}, "devicePlugin", "nvidia: no agents image configured"),
+    ({}, "driverManager", "nvidia: no agent shipped for this operand"),
     ({}, None, "nvidia: no agent for this operand"),
     ({"implementation": "nvidia"}, "gfd", "nvidia: no agents image configured"),
     ({"image": {"repository": "registry.example.com/a"}}, "gfd", "agents: agents.image"),
@@ -121,7 +124,7 @@ def test_every_operand_gets_a_reason() -> None:
         "agents: agents.image"
     )
     assert reasons["node_status_exporter"] == "nvidia: override (agents.overrides.nodeStatusExporter)"
-    assert reasons["device_plugin"] == reasons["mig_manager"] == "nvidia: no agent shipped for this operand"
+    assert reasons["device_plugin"] == reasons["mig_manager"] == "agents: agents.image"
     assert reasons["container_toolkit"] == reasons["sandbox_validator"] == "nvidia: no agent for this operand"
     assert set(OPERAND_SECTIONS) <= set(reasons)
 
@@ -170,10 +173,10 @@ def test_bad_image_settings_name_the_field(agents: dict[str, Any], path: str, te
 
 def test_asking_for_an_unshipped_agent_is_an_error() -> None:
     with pytest.raises(ConfigError) as error:
-        parse_config(with_agents(overrides={"devicePlugin": "agents", "gfd": "agents"}))
+        parse_config(with_agents(overrides={"driverManager": "agents", "gfd": "agents"}))
     [problem] = error.value.problems
     assert problem.path == "agents.overrides"
-    assert "devicePlugin" in problem.message and "set nvidia" in problem.message
+    assert "driverManager" in problem.message and "set nvidia" in problem.message
 
 
 # --- imports -----------------------------------------------------------------------------------------------------
@@ -201,7 +204,7 @@ def test_nvidia_config_manager_next_to_our_gfd_only_switches_the_config() -> Non
         "operator": {"devicePlugin": {"config": {"name": "sharing", "default": "x4"}}},
         "configs": {"devicePlugin": {"x4": {"sharing": {"timeSlicing": {"resources": [
             {"name": "nvidia.com/gpu", "replicas": 4}]}}}}},
-    })
+    }, overrides={"devicePlugin": "nvidia"})
     objects = render(parse_config(document))
     sidecar = _containers(objects, "gpu-feature-discovery")["config-manager"]
     env = {e["name"]: e.get("value") for e in sidecar["env"]}
@@ -227,7 +230,8 @@ def test_summary_says_which_implementation_runs_each_operand_and_why() -> None:
     runs = _runs({})
     assert runs["gpu-feature-discovery"] == "nvidia: no agents image configured"
     assert runs["state-operator-validation"] == "nvidia: no agents image configured"
-    assert runs["state-device-plugin"] == "nvidia: no agent shipped for this operand"
+    assert runs["state-device-plugin"] == "nvidia: no agents image configured"
+    assert _runs(with_agents())["state-device-plugin"] == "agents: agents.image"
     assert runs["state-driver"] == "nvidia: no agent for this operand"
     assert runs["pre-requisites"] == "-"
     runs = _runs(with_agents(overrides={"dcgmExporter": "nvidia"}))

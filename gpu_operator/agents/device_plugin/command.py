@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from gpu_operator.agents.device_plugin.devices import DeviceError
-from gpu_operator.agents.device_plugin.driver_ready import wait_for_driver
+from gpu_operator.agents.device_plugin.driver_ready import storage_defaults, wait_for_driver
 from gpu_operator.agents.device_plugin.manager import PluginManager
 from gpu_operator.agents.device_plugin.settings import Settings, SettingsError, add_arguments, resolve_settings
 from gpu_operator.agents.nvml import Nvml, NvmlError, open_nvml
@@ -106,10 +106,12 @@ def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, s
     `load` resolves the settings from an environment: first the pod's, then (once the driver is ready) the
     pod's with the driver paths of `driver-ready` over it.
     """
-    ready = wait_for_driver(_settings(load, environ).validations_dir, environ, signals)
+    validations = _settings(load, environ).validations_dir
+    ready = wait_for_driver(validations, environ, signals)
     if ready is None:
         return 0
-    environ = ready
+    # under the operator (its validations directory mounted) the loaded storage modules decide, as its entrypoint
+    environ = storage_defaults(ready) if os.path.isdir(validations) else ready
     _warn_unused(environ)
     settings = _settings(load, environ)
     nvml = open_nvml_for(settings)

@@ -6,6 +6,9 @@ entrypoint script that waits for `<validations>/driver-ready` and exports the `K
 the pod's environment. The agent does the same itself: when the validations directory exists (the operand
 mounts it), it waits for the file, still answering stop signals, and lays its values over the environment.
 Outside the operator the directory does not exist and nothing is waited for.
+
+That entrypoint also offers GPUDirect Storage (with MOFED) and GDRCopy to pods when their kernel modules
+(`nvidia_fs`, `gdrdrv`) are loaded and the DaemonSet did not decide; :func:`storage_defaults` does the same.
 """
 
 from __future__ import annotations
@@ -16,12 +19,33 @@ from collections.abc import Mapping
 
 from gpu_operator.agents.signals import STOP, SignalSource
 
-__all__ = ["DRIVER_READY", "POLL_SECONDS", "read_driver_ready", "wait_for_driver"]
+__all__ = ["DRIVER_READY", "POLL_SECONDS", "read_driver_ready", "storage_defaults", "wait_for_driver"]
 
 _log = logging.getLogger(__name__)
 
 DRIVER_READY = "driver-ready"
 POLL_SECONDS = 5.0
+#: Kernel module -> the variables it turns on when the DaemonSet left its first one unset.
+_STORAGE_MODULES: dict[str, tuple[str, ...]] = {
+    "nvidia_fs": ("GDS_ENABLED", "MOFED_ENABLED"),
+    "gdrdrv": ("GDRCOPY_ENABLED",),
+}
+
+
+def storage_defaults(environ: Mapping[str, str], modules_file: str = "/proc/modules") -> dict[str, str]:
+    """`environ` with GDS/MOFED and GDRCopy turned on where their modules are loaded and nothing decided."""
+    try:
+        with open(modules_file, encoding="ascii", errors="replace") as lines:
+            loaded = {line.split(" ", 1)[0] for line in lines}
+    except OSError:
+        return dict(environ)
+    result = dict(environ)
+    for module, variables in _STORAGE_MODULES.items():
+        first, *others = variables
+        if module in loaded and not environ.get(first):
+            result[first] = "true"
+            result.update({name: "true" for name in others if not result.get(name)})
+    return result
 
 
 def read_driver_ready(path: str) -> dict[str, str]:

@@ -194,3 +194,18 @@ def test_a_stop_signal_ends_the_wait_for_the_driver(tmp_path: Path) -> None:
     assert serve(lambda env: resolve_settings({}, env), {"VALIDATIONS_DIR": str(tmp_path)}, signals,
                  open_nvml_for=lambda s: opened.append(s)) == 0  # type: ignore[func-returns-value,arg-type]
     assert opened == []
+
+
+def test_loaded_storage_modules_turn_gds_and_gdrcopy_on_unless_the_daemonset_decided(tmp_path: Path) -> None:
+    from gpu_operator.agents.device_plugin.driver_ready import storage_defaults
+
+    modules = tmp_path / "modules"
+    modules.write_text("nvidia_fs 254976 0 - Live 0x0\ngdrdrv 24576 0 - Live 0x0\nnvidia 1 2 - Live 0x0\n")
+    assert storage_defaults({}, str(modules)) == {
+        "GDS_ENABLED": "true", "MOFED_ENABLED": "true", "GDRCOPY_ENABLED": "true"}
+    decided = {"GDS_ENABLED": "false", "MOFED_ENABLED": "false", "GDRCOPY_ENABLED": "false"}
+    assert storage_defaults(decided, str(modules)) == decided
+    assert storage_defaults({"MOFED_ENABLED": "false"}, str(modules))["MOFED_ENABLED"] == "false"
+    modules.write_text("nvidia 1 2 - Live 0x0\n")
+    assert storage_defaults({}, str(modules)) == {}
+    assert storage_defaults({"A": "1"}, str(tmp_path / "absent")) == {"A": "1"}
