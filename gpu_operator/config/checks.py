@@ -15,6 +15,7 @@ from gpu_operator.config.cluster import PUBLISHED_DRIVER_OS
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.dra_checks import DRA_CHECKS
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
 from gpu_operator.config.network_checks import NETWORK_CHECKS
@@ -314,6 +315,7 @@ CHECKS: tuple[Check, ...] = (
     *POOL_CHECKS,
     *NETWORK_CHECKS,
     *MONITORING_CHECKS,
+    *DRA_CHECKS,
 )
 
 

@@ -12,6 +12,7 @@ aks: {...}                     # the AKS cluster the GPU pools join (existing, o
 pools: [...]                   # AKS GPU node pools; their taints, OS images and GPUs flow into the sections above
 network: {...}                 # NVIDIA's Network Operator: RDMA for InfiniBand pools (on by default with them)
 monitoring: {...}              # GPU alerts and recording rules (PrometheusRule) and their thresholds
+dra: {...}                     # NVIDIA's DRA driver for pools with gpuAllocation: dra, and claim templates
 ```
 
 With pools, the config the operands are rendered from is the *effective* one (`gpu_operator.config.effective`):
@@ -32,6 +33,7 @@ from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.cluster import ClusterFacts
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
 from gpu_operator.config.dcgm_metrics import check_metrics_csv
+from gpu_operator.config.dra import DraSpec
 from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.mig_parted import MigPartedConfig
@@ -170,6 +172,7 @@ class GpuStackConfig(ConfigModel):
     pools: tuple[GpuPool, ...] = ()
     network: NetworkSpec = NetworkSpec()
     monitoring: MonitoringSpec = MonitoringSpec()
+    dra: DraSpec = DraSpec()
 
     def pool(self, name: str) -> GpuPool:
         """The pool called `name`; KeyError when there is none."""

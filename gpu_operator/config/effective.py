@@ -14,7 +14,9 @@ operator would otherwise learn at runtime are derived from it:
   (`driver.rdma.enabled`) waits for a MOFED driver container, so it stays the user's explicit choice;
 * the Network Operator (`network`): on when a pool has InfiniBand (unless `network.enabled: false`), with the
   IB virtual-function ids of the pools' NIC generations; it runs the one NFD, so the GPU operator's is turned
-  off, and with `network.mofed: host` the legacy peermem path uses the host's MOFED (`rdma.useHostMofed`).
+  off, and with `network.mofed: host` the legacy peermem path uses the host's MOFED (`rdma.useHostMofed`);
+* DRA (`dra`, on when a pool has `gpuAllocation: dra`): `dra.enabled` resolved, and the driver manager told
+  which label marks the DRA nodes (`NODE_LABEL_FOR_GPU_POD_EVICTION`), see :mod:`gpu_operator.config.dra`.
 
 The derivation is idempotent: deriving an effective config again changes nothing, so a config can be validated
 and derived at every component boundary. A document without pools is returned unchanged.
@@ -28,6 +30,7 @@ from gpu_operator.aks.node_images import ubuntu_release
 from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.dra import dra_effective
 from gpu_operator.config.kube import Toleration
 from gpu_operator.config.network import network_wanted, pool_vf_device_ids
 from gpu_operator.config.pools import GpuPool
@@ -97,7 +100,7 @@ def _network_effective(doc: GpuStackConfig) -> GpuStackConfig:
 
 def effective_config(doc: GpuStackConfig) -> GpuStackConfig:
     """The document with everything its pools imply folded in (unchanged when it has no pools)."""
-    doc = _network_effective(doc)
+    doc = dra_effective(_network_effective(doc))
     if not doc.pools:
         return doc
     driver = doc.operator.driver

@@ -12,10 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from gpu_operator.dra.driver import DRA_NODE_LABEL
+
 __all__ = [
     "AKS_LABEL_PREFIX",
     "DEPLOY_LABEL_PREFIX",
     "DEVICE_PLUGIN_CONFIG_LABEL",
+    "DRA_KUBELET_PLUGIN_LABEL",
     "GPU_PRESENT_LABEL",
     "MIG_CONFIG_LABEL",
     "WORKLOAD_CONFIG_LABEL",
@@ -42,7 +45,11 @@ DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 WORKLOAD_CONFIG_LABEL = "nvidia.com/gpu.workload.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-_DERIVED = frozenset({GPU_PRESENT_LABEL, WORKLOAD_CONFIG_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL})
+#: Nodes where NVIDIA's DRA kubelet plugin runs (pools with gpuAllocation: dra).
+DRA_KUBELET_PLUGIN_LABEL = DRA_NODE_LABEL
+_DERIVED = frozenset({
+    GPU_PRESENT_LABEL, WORKLOAD_CONFIG_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, DRA_KUBELET_PLUGIN_LABEL,
+})
 
 
 @dataclass(frozen=True)

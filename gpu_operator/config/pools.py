@@ -13,6 +13,7 @@ pools:
     migConfig: all-1g.10gb          # the MIG layout (nvidia.com/mig.config) of a MIG-capable pool
     devicePluginConfig: shared-4    # a key of configs.devicePlugin (nvidia.com/device-plugin.config)
     workload: container             # container, or vm-passthrough / vm-vgpu with sandbox workloads
+    gpuAllocation: devicePlugin     # devicePlugin, or dra: GPUs claimed through NVIDIA's DRA driver (see `dra`)
     gpu: {model: ..., count: 8, memoryGiB: 80, pciDeviceId: "0x2330", infiniband: {...}}  # for unknown sizes
 ```
 
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_TAINT",
     "POOL_NAME",
     "Autoscale",
+    "GpuAllocation",
     "GpuFacts",
     "GpuPool",
     "InfinibandFacts",
@@ -70,6 +72,8 @@ _VF_DEVICE = re.compile(r"^[0-9a-f]{4}$")
 
 Zone = Literal["1", "2", "3"]
 Workload = Literal["container", "vm-passthrough", "vm-vgpu"]
+#: How pods get the pool's GPUs: counted `nvidia.com/gpu` from the device plugin, or ResourceClaims through DRA.
+GpuAllocation = Literal["devicePlugin", "dra"]
 
 
 def check_pool_name(name: str) -> str:
@@ -180,6 +184,7 @@ class GpuPool(ConfigModel):
     mig_config: str | None = None
     device_plugin_config: str | None = None
     workload: Workload = "container"
+    gpu_allocation: GpuAllocation = "devicePlugin"
     gpu: GpuFacts | None = None
     upgrade_settings: UpgradeSettings | None = None
     tags: dict[str, str] = {}
@@ -228,7 +233,7 @@ class GpuPool(ConfigModel):
                 raise ValueError(f"{key!r}: labels under {AKS_LABEL_PREFIX} are set by AKS")
             if is_derived_label(key):
                 raise ValueError(
-                    f"{key!r} is derived from the pool (GPU, workload, migConfig, devicePluginConfig); remove it"
+                    f"{key!r} is derived from the pool (GPU, workload, migConfig, devicePluginConfig, gpuAllocation); remove it"
                 )
         return values
 

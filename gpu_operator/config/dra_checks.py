@@ -1,0 +1,180 @@
+"""Rules about DRA that span the `dra`, `pools`, `aks` and `operator` sections.
+
+DRA deploys but never works when the API is missing (Kubernetes below 1.34 serves no `resource.k8s.io/v1`),
+when the driver branch is older than the DRA driver supports (below R580), or when the same GPUs are advertised
+twice, by the device plugin and by DRA, so pods are over-admitted. A selector naming an attribute the driver does
+not publish makes every claim that uses it unschedulable. Each rule names the key and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.dra import dra_node_pools, dra_wanted
+from gpu_operator.config.errors import Problem
+from gpu_operator.dra.cel import check_expression
+from gpu_operator.dra.driver import DEVICE_CLASSES, MIN_DRIVER_BRANCH, MIN_KUBERNETES, DeviceClassFacts, device_class
+
+__all__ = ["DRA_CHECKS", "kubernetes_versions"]
+
+Check = Callable[[GpuStackConfig], Iterator[Problem]]
+
+_MINOR = re.compile(r"^1\.(\d+)")
+_BRANCH = re.compile(r"^(\d+)\.")
+_MIN_TEXT = f"{MIN_KUBERNETES[0]}.{MIN_KUBERNETES[1]}"
+
+
+def kubernetes_versions(doc: GpuStackConfig) -> list[tuple[str, str]]:
+    """(key, version) of every place the config states the Kubernetes version DRA nodes run."""
+    found: list[tuple[str, str]] = []
+    if doc.dra.kubernetes_version is not None:
+        found.append(("dra.kubernetesVersion", doc.dra.kubernetes_version))
+    if doc.aks is not None and doc.aks.kubernetes_version is not None:
+        found.append(("aks.kubernetesVersion", doc.aks.kubernetes_version))
+    for index, pool in enumerate(doc.pools):
+        if pool.gpu_allocation == "dra" and pool.orchestrator_version is not None:
+            found.append((f"pools[{index}].orchestratorVersion", pool.orchestrator_version))
+    return found
+
+
+def _needs_kubernetes_134(doc: GpuStackConfig) -> Iterator[Problem]:
+    if not dra_wanted(doc.dra, doc.pools):
+        return
+    versions = kubernetes_versions(doc)
+    if not versions:
+        yield Problem("dra.kubernetesVersion", f"DRA needs Kubernetes {_MIN_TEXT} or newer (resource.k8s.io/v1) and "
+                                               "the config does not say which version the cluster runs: set "
+                                               "aks.kubernetesVersion, or dra.kubernetesVersion for a cluster the "
+                                               "aks section does not describe")
+    for key, version in versions:
+        match = _MINOR.match(version)
+        if match is not None and (1, int(match.group(1))) < MIN_KUBERNETES:
+            yield Problem(key, f"{version} serves no resource.k8s.io/v1: DRA with NVIDIA's driver needs "
+                               f"Kubernetes {_MIN_TEXT} or newer; upgrade to {_MIN_TEXT}, or keep the GPUs on the "
+                               "device plugin (gpuAllocation: devicePlugin, dra.enabled: false)")
+
+
+def _driver_branch(doc: GpuStackConfig) -> Iterator[Problem]:
+    driver = doc.operator.driver
+    if not (dra_wanted(doc.dra, doc.pools) and doc.dra.gpus and driver.enabled):
+        return
+    match = _BRANCH.match(driver.version)
+    if match is not None and int(match.group(1)) < MIN_DRIVER_BRANCH:
+        yield Problem("operator.driver.version", f"{driver.version} is branch {match.group(1)}; NVIDIA's DRA driver "
+                                                 f"needs the R{MIN_DRIVER_BRANCH} branch or newer: set a "
+                                                 f"{MIN_DRIVER_BRANCH}.x or later driver version, or turn DRA off")
+
+
+def _one_allocator_per_pool(doc: GpuStackConfig) -> Iterator[Problem]:
+    wanted = dra_wanted(doc.dra, doc.pools)
+    for index, pool in enumerate(doc.pools):
+        if pool.gpu_allocation != "dra":
+            continue
+        where = f"pools[{index}]"
+        if not wanted:
+            yield Problem(f"{where}.gpuAllocation", "dra needs the DRA driver and dra.enabled is false: remove "
+                                                    "dra.enabled: false, or set gpuAllocation: devicePlugin")
+        if pool.device_plugin_config is not None:
+            yield Problem(f"{where}.devicePluginConfig", "a pool with gpuAllocation: dra runs no device plugin (its "
+                                                         "GPUs would be advertised twice): remove devicePluginConfig, "
+                                                         "or set gpuAllocation: devicePlugin")
+        if pool.workload != "container":
+            yield Problem(f"{where}.gpuAllocation", f"dra allocates GPUs to containers; a {pool.workload} pool "
+                                                    "passes them to VMs: set gpuAllocation: devicePlugin here")
+        if wanted and not doc.dra.gpus:
+            yield Problem(f"{where}.gpuAllocation", "dra.gpus is false, so the DRA driver publishes no GPU and "
+                                                    "this pool's GPUs could not be allocated at all: set dra.gpus: "
+                                                    "true, or gpuAllocation: devicePlugin")
+    if wanted and doc.dra.gpus and not doc.pools and doc.operator.device_plugin.enabled:
+        yield Problem("operator.devicePlugin.enabled", "with DRA for GPUs and no pools to tell the nodes apart, the "
+                                                       "device plugin would advertise the GPUs DRA allocates (pods "
+                                                       "over-admitted): set operator.devicePlugin.enabled: false, "
+                                                       "describe the pools (gpuAllocation: dra per pool), or set "
+                                                       "dra.gpus: false for ComputeDomains only")
+    selector = ((doc.dra.values.get("kubeletPlugin") or {}) if isinstance(doc.dra.values, dict) else {})
+    if isinstance(selector, dict) and "nodeSelector" in selector:
+        yield Problem("dra.values.kubeletPlugin.nodeSelector", "the kubelet plugin runs on the nodes labelled "
+                                                               "nvidia.com/dra-kubelet-plugin=true, which the pools "
+                                                               "with gpuAllocation: dra carry; choose pools there, "
+                                                               "not with a node selector (a DRA plugin beside the "
+                                                               "device plugin advertises GPUs twice)")
+
+
+def _chart_namespace(doc: GpuStackConfig) -> Iterator[Problem]:
+    if dra_wanted(doc.dra, doc.pools) and doc.dra.namespace == "default":
+        yield Problem("dra.namespace", "the dra-driver-nvidia-gpu chart refuses the default namespace: use its own, "
+                                       "e.g. dra-driver-nvidia-gpu")
+    if dra_wanted(doc.dra, doc.pools) and not (doc.dra.gpus or doc.dra.compute_domains):
+        yield Problem("dra.gpus", "dra.gpus and dra.computeDomains are both false: the driver would publish "
+                                  "nothing; turn one on, or set dra.enabled: false")
+    if dra_wanted(doc.dra, doc.pools) and doc.pools and not dra_node_pools(doc.dra, doc.pools):
+        yield Problem("dra.enabled", "no pool runs the DRA kubelet plugin: set gpuAllocation: dra on a pool")
+
+
+def _class_problem(doc: GpuStackConfig, name: str) -> tuple[DeviceClassFacts | None, str | None]:
+    cls = device_class(name)
+    if cls is None:
+        known = ", ".join(c.name for c in DEVICE_CLASSES)
+        return None, f"{name!r} is not a DeviceClass of NVIDIA's DRA driver: use one of {known}"
+    switched = {"gpus": doc.dra.gpus, "computeDomains": doc.dra.compute_domains}[cls.resources]
+    if not switched:
+        return cls, f"{name} is created only with dra.{cls.resources}: true"
+    return cls, None
+
+
+def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
+    templates = doc.dra.claim_templates
+    if templates and not dra_wanted(doc.dra, doc.pools):
+        yield Problem("dra.claimTemplates", "claim templates need the DRA driver: set dra.enabled: true or "
+                                            "gpuAllocation: dra on a pool")
+    seen: set[tuple[str, str]] = set()
+    for t_index, template in enumerate(templates):
+        base = f"dra.claimTemplates[{t_index}]"
+        if (template.namespace, template.name) in seen:
+            yield Problem(f"{base}.name", f"{template.namespace}/{template.name} is listed twice")
+        seen.add((template.namespace, template.name))
+        requests = template.spec.devices.requests
+        classes: dict[str, DeviceClassFacts] = {}
+        names = [request.name for request in requests]
+        for r_index, request in enumerate(requests):
+            where = f"{base}.spec.devices.requests[{r_index}]"
+            if names.count(request.name) > 1:
+                yield Problem(f"{where}.name", f"{request.name!r} is the name of another request of this claim")
+            exact = request.exactly
+            cls, problem = _class_problem(doc, exact.device_class_name)
+            if problem is not None:
+                yield Problem(f"{where}.exactly.deviceClassName", problem)
+            if exact.allocation_mode == "All" and exact.count is not None:
+                yield Problem(f"{where}.exactly.count", "count goes with allocationMode ExactCount; remove it for All")
+            if cls is None:
+                continue
+            classes[request.name] = cls
+            for s_index, selector in enumerate(exact.selectors):
+                for message in check_expression(selector.cel.expression, [cls.facts]):
+                    yield Problem(f"{where}.exactly.selectors[{s_index}].cel.expression", message)
+        for c_index, constraint in enumerate(template.spec.devices.constraints):
+            where = f"{base}.spec.devices.constraints[{c_index}]"
+            unknown = [name for name in constraint.requests if name not in names]
+            if unknown:
+                yield Problem(f"{where}.requests", f"{', '.join(unknown)} is not a request of this claim "
+                                                   f"({', '.join(names)})")
+            attribute = constraint.match_attribute
+            named = [classes[n] for n in (constraint.requests or names) if n in classes]
+            if "/" not in attribute:
+                yield Problem(f"{where}.matchAttribute", f"{attribute!r} must be qualified with its domain, e.g. "
+                                                         "resource.kubernetes.io/pcieRoot or gpu.nvidia.com/productName")
+            elif named and not all(cls.facts.has_attribute(attribute) for cls in named):
+                yield Problem(f"{where}.matchAttribute", f"{attribute!r} is not an attribute the DRA driver publishes "
+                                                         f"on {', '.join(sorted({c.devices for c in named}))} "
+                                                         "devices: use e.g. resource.kubernetes.io/pcieRoot")
+
+
+DRA_CHECKS: tuple[Check, ...] = (
+    _needs_kubernetes_134,
+    _driver_branch,
+    _one_allocator_per_pool,
+    _chart_namespace,
+    _claim_templates,
+)
