@@ -7,6 +7,7 @@ its config, renders, and registers the result with the right parent, provider an
 * `AksCluster`, `GpuNodePool`: the cluster (existing or created) and one GPU agent pool;
 * `GpuOperator` (with `GpuOperand`, `NodeFeatureDiscovery`): the operator's operands on any cluster;
 * `NetworkOperator`: NVIDIA's Network Operator and the RDMA wiring of InfiniBand pools;
+* `DraDriver`: NVIDIA's DRA driver for pools that allocate GPUs through DRA, and the config's claim templates;
 * `GpuMonitoring`: the GPU alerts and recording rules (PrometheusRule) and the Grafana dashboard;
 * `AgentsImage`: the agents image built from this package's Dockerfile and pushed to an Azure Container Registry.
 """
@@ -14,6 +15,7 @@ its config, renders, and registers the result with the right parent, provider an
 from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs
 from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
 from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
+from gpu_operator.components.dra_driver import DraDriver, DraDriverArgs
 from gpu_operator.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_operator.components.network_operator import NetworkOperator, NetworkOperatorArgs
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
@@ -26,6 +28,8 @@ __all__ = [
     "AgentsImageArgs",
     "AksCluster",
     "AksClusterArgs",
+    "DraDriver",
+    "DraDriverArgs",
     "GpuCluster",
     "GpuClusterArgs",
     "GpuMonitoring",

@@ -9,7 +9,8 @@
 5. with InfiniBand pools (unless `network.enabled: false`), `NetworkOperator` on it: chart, NodeFeatureRule,
    NicClusterPolicy;
 6. `GpuOperator` on it, after the pools and the NicClusterPolicy, then `GpuMonitoring` (the GPU alerts and
-   dashboard) after the operator. The provider carries the ordering: a component's `depends_on` does not reach its
+   dashboard) after the operator, and with pools that allocate GPUs through DRA (`gpuAllocation: dra`),
+   `DraDriver` (NVIDIA's DRA driver chart and the claim templates) after the operator. The provider carries the ordering: a component's `depends_on` does not reach its
    children, but every object created with a provider waits for what the provider depends on. With a cluster
    created here, the pools and the Kubernetes objects are `deleted_with` the cluster: deleting the cluster takes
    them along.
@@ -34,12 +35,14 @@ import pulumi_kubernetes as k8s
 from gpu_operator.components.agents_image import AgentsImage, build_context, cluster_kubelet_object_id
 from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
 from gpu_operator.components.component_args import required
+from gpu_operator.components.dra_driver import DraDriver
 from gpu_operator.components.feature_registration import FeatureWait
 from gpu_operator.components.monitoring import GpuMonitoring
 from gpu_operator.components.network_operator import NetworkOperator
 from gpu_operator.components.node_pool import GpuNodePool
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.config.dra import dra_wanted
 from gpu_operator.config.network import network_wanted
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
 from gpu_operator.render.aks.resources import fleet_gpu_resource_names
@@ -98,6 +101,8 @@ class GpuCluster(pulumi.ComponentResource):
     operator: GpuOperator
     monitoring: GpuMonitoring | None
     """The GPU alerts and dashboard (`monitoring`; the rules where `cluster.prometheusOperator` is true)."""
+    dra_driver: DraDriver | None
+    """NVIDIA's DRA driver, for pools with `gpuAllocation: dra` (or `dra.enabled: true`)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuCluster({name!r})",
@@ -179,6 +184,14 @@ class GpuCluster(pulumi.ComponentResource):
             },
             pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=self.cluster.managed_cluster),
         )
+        self.dra_driver = None
+        if dra_wanted(config.dra, config.pools):
+            self.dra_driver = DraDriver(
+                f"{name}-dra",
+                {"provider": self.kubernetes_provider, "config": config},
+                pulumi.ResourceOptions(parent=self, depends_on=[self.operator],
+                                       deleted_with=self.cluster.managed_cluster),
+            )
         self.monitoring = None
         if monitoring_objects(config):
             self.monitoring = GpuMonitoring(

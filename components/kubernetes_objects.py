@@ -34,6 +34,9 @@ _KINDS: dict[tuple[str, str], ResourceClass] = {
     ("node.k8s.io/v1", "RuntimeClass"): k8s.node.v1.RuntimeClass,
     ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
+    ("resource.k8s.io/v1", "DeviceClass"): k8s.resource.v1.DeviceClass,
+    ("resource.k8s.io/v1", "ResourceClaim"): k8s.resource.v1.ResourceClaim,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
 }
 
 

@@ -12,7 +12,10 @@ runs, so a pool carries those labels from creation:
   `client` (which NVIDIA sets on every GPU node for third-party GPU clients);
 * `nvidia.com/gpu.workload.config=<workload>` when sandbox workloads are enabled;
 * `nvidia.com/mig.config`: the pool's `migConfig`, else `migManager.config.default`, on MIG-capable pools;
-* `nvidia.com/device-plugin.config`: the pool's `devicePluginConfig`, when it names one.
+* `nvidia.com/device-plugin.config`: the pool's `devicePluginConfig`, when it names one;
+* with DRA (`gpuAllocation: dra`): `nvidia.com/gpu.deploy.device-plugin=false`, so the device plugin never
+  advertises the GPUs DRA allocates, and `nvidia.com/dra-kubelet-plugin=true` where the DRA driver's kubelet
+  plugin runs (see :func:`gpu_operator.config.dra.dra_node_pools`).
 
 The pool's own `labels` come first; none of them may be one of these (the config rejects that).
 """
@@ -24,9 +27,11 @@ from typing import Any
 from collections.abc import Iterable, Mapping
 
 from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.dra import dra_node_pools
 from gpu_operator.config.node_metadata import (
     DEPLOY_LABEL_PREFIX,
     DEVICE_PLUGIN_CONFIG_LABEL,
+    DRA_KUBELET_PLUGIN_LABEL,
     GPU_PRESENT_LABEL,
     MIG_CONFIG_LABEL,
     WORKLOAD_CONFIG_LABEL,
@@ -86,6 +91,10 @@ def pool_node_labels(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[
         labels[MIG_CONFIG_LABEL] = mig_config
     if pool.device_plugin_config is not None:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
+    if pool.gpu_allocation == "dra":
+        labels[f"{DEPLOY_LABEL_PREFIX}device-plugin"] = "false"
+    if any(dra_pool.name == pool.name for dra_pool in dra_node_pools(config.dra, config.pools)):
+        labels[DRA_KUBELET_PLUGIN_LABEL] = "true"
     return labels
 
 

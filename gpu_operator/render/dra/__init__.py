@@ -1,0 +1,47 @@
+"""The DRA stack of a config: NVIDIA's DRA driver chart, its namespace, and the claim templates to create.
+
+:func:`render_dra` returns None when DRA is off (no pool has `gpuAllocation: dra` and `dra.enabled` is not
+true). The chart's values are in :mod:`~gpu_operator.render.dra.chart`, the other objects in
+:mod:`~gpu_operator.render.dra.objects`. The pool side (the `nvidia.com/dra-kubelet-plugin` and device-plugin
+deploy labels) is in :mod:`gpu_operator.render.aks.node_labels`, the driver manager's eviction label in the
+effective config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.dra import dra_wanted
+from gpu_operator.render.dra.chart import DraChart, chart_values, dra_chart, driver_root
+from gpu_operator.render.dra.objects import claim_templates, device_classes, dra_namespace
+from gpu_operator.render.k8s import Object
+
+__all__ = [
+    "DraChart",
+    "RenderedDra",
+    "chart_values",
+    "claim_templates",
+    "device_classes",
+    "dra_chart",
+    "dra_namespace",
+    "driver_root",
+    "render_dra",
+]
+
+
+@dataclass(frozen=True)
+class RenderedDra:
+    """What the DraDriver component registers, in order: namespace, chart, then the claim templates."""
+
+    namespace: Object
+    chart: DraChart
+    claim_templates: list[Object]
+
+
+def render_dra(config: GpuStackConfig) -> RenderedDra | None:
+    """The DRA stack of an (effective) config, or None when DRA is off."""
+    if not dra_wanted(config.dra, config.pools):
+        return None
+    return RenderedDra(namespace=dra_namespace(config), chart=dra_chart(config),
+                       claim_templates=claim_templates(config))

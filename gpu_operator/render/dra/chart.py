@@ -1,0 +1,95 @@
+"""The dra-driver-nvidia-gpu Helm release: chart, pinned version, namespace and values.
+
+The chart (`oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu`, 0.4.1) brings the controller,
+the kubelet plugin DaemonSet, RBAC, the DeviceClasses and the ComputeDomain CRDs. Its values change only what the
+stack decides:
+
+* `resources.gpus.enabled` / `resources.computeDomains.enabled` from `dra.gpus` / `dra.computeDomains`, and
+  `gpuResourcesEnabledOverride: true` with GPUs: the chart refuses GPUs otherwise, because the device plugin must
+  be off on the same nodes, which the pools' `nvidia.com/gpu.deploy.device-plugin=false` guarantees;
+* `nvidiaDriverRoot`: `dra.driverRoot`, else the operator's `hostPaths.driverInstallDir` (`/run/nvidia/driver`)
+  when the operator installs the driver, `/` when the host (or AKS) brings it;
+* `resourceApiVersion: resource.k8s.io/v1` (the config requires Kubernetes 1.34), instead of the chart guessing
+  from the API versions Helm sees;
+* the kubelet plugin only on nodes labelled `nvidia.com/dra-kubelet-plugin=true`, tolerating the chart's own
+  toleration plus every taint the operands tolerate (a Helm list replaces the default list), with the kubelet
+  directories under `hostPaths.kubeletRootDir`;
+* `dra.values`, merged last, for anything else.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.dra import dra_node_pools
+from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
+
+__all__ = ["DraChart", "dra_chart", "chart_values", "driver_root"]
+
+#: The chart's default kubelet-plugin toleration (values.yaml).
+_PLUGIN_TOLERATIONS: tuple[dict[str, str], ...] = ({"key": "nvidia.com/gpu", "operator": "Exists",
+                                                     "effect": "NoSchedule"},)
+
+
+@dataclass(frozen=True)
+class DraChart:
+    """The Helm chart to install: reference, version, namespace and values."""
+
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any]
+
+
+def driver_root(config: GpuStackConfig) -> str:
+    """Where the DRA driver finds the NVIDIA driver on the host."""
+    if config.dra.driver_root is not None:
+        return config.dra.driver_root
+    pools = dra_node_pools(config.dra, config.pools)
+    host_driver = bool(pools) and all(pool.gpu_driver == "aks" for pool in pools)
+    if config.operator.driver.enabled and not host_driver:
+        return config.operator.host_paths.driver_install_dir
+    return "/"
+
+
+def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def chart_values(config: GpuStackConfig) -> dict[str, Any]:
+    """The chart's values for this config."""
+    dra = config.dra
+    tolerations = [dict(t) for t in _PLUGIN_TOLERATIONS]
+    for toleration in config.operator.daemonsets.tolerations:
+        item = toleration.model_dump(by_alias=True, exclude_none=True)
+        if item not in tolerations:
+            tolerations.append(item)
+    kubelet = config.operator.host_paths.kubelet_root_dir.rstrip("/")
+    values: dict[str, Any] = {
+        "nvidiaDriverRoot": driver_root(config),
+        "resourceApiVersion": "resource.k8s.io/v1",
+        "resources": {"gpus": {"enabled": dra.gpus}, "computeDomains": {"enabled": dra.compute_domains}},
+        "kubeletPlugin": {
+            "nodeSelector": {DRA_NODE_LABEL: "true"},
+            "tolerations": tolerations,
+            "kubeletRegistrarDirectoryPath": f"{kubelet}/plugins_registry",
+            "kubeletPluginsDirectoryPath": f"{kubelet}/plugins",
+        },
+    }
+    if dra.gpus:
+        values["gpuResourcesEnabledOverride"] = True
+    return _merge(values, dra.values)
+
+
+def dra_chart(config: GpuStackConfig) -> DraChart:
+    return DraChart(chart=CHART.reference, version=CHART.version, namespace=config.dra.namespace,
+                    values=chart_values(config))
