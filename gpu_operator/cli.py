@@ -3,6 +3,7 @@
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
+    gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
 
 Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
@@ -31,6 +32,7 @@ from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.dra.command import add_dra_parser, run_dra
 from gpu_operator.manifests import (
     SUMMARY_HEADER,
     dump_all_yaml,
@@ -40,6 +42,7 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
+from gpu_operator.render.dra import dra_objects
 from gpu_operator.render.monitoring import dashboard_json, monitoring_objects
 from gpu_operator.render.network import network_objects, network_summary
 from gpu_operator.render.nfd import nfd_chart
@@ -80,7 +83,7 @@ def _path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,dra}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -98,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("-f", "--file", type=_path,
                            help="config document or Pulumi stack file (default: the built-in default stack)")
     dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
+    add_dra_parser(commands, _path)
     return parser
 
 
@@ -128,6 +132,7 @@ class _Chart:
 
 
 def _charts(config: GpuStackConfig) -> list[_Chart]:
+    from gpu_operator.render.dra import render_dra
     from gpu_operator.render.network import render_network
 
     charts: list[_Chart] = []
@@ -136,6 +141,10 @@ def _charts(config: GpuStackConfig) -> list[_Chart]:
         spec = network.chart
         charts.append(_Chart(spec.chart, spec.chart, spec.version, spec.namespace, spec.values,
                              "the NVIDIA Network Operator", "NetworkOperator", f" --repo {spec.repository}"))
+    dra = render_dra(config)
+    if dra is not None:
+        charts.append(_Chart("dra-driver-nvidia-gpu", dra.chart.chart, dra.chart.version, dra.chart.namespace,
+                             dra.chart.values, "NVIDIA's DRA driver", "DraDriver"))
     nfd = nfd_chart(config)
     if nfd is not None:
         charts.append(_Chart("node-feature-discovery", nfd.chart, nfd.version, nfd.namespace, nfd.values,
@@ -217,6 +226,7 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
         *network_objects(config),
         *(obj for operand in operands for obj in operand.objects),
         *monitoring_objects(config),
+        *dra_objects(config),
     ]
     charts = _charts(config)
     if args.output is not None:
@@ -290,6 +300,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "render": _render,
     "import-values": _import_values,
     "dashboard": _dashboard,
+    "dra": run_dra,
 }
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "dra_chart",
     "dra_namespace",
     "driver_root",
+    "dra_objects",
     "render_dra",
 ]
 
@@ -45,3 +46,9 @@ def render_dra(config: GpuStackConfig) -> RenderedDra | None:
         return None
     return RenderedDra(namespace=dra_namespace(config), chart=dra_chart(config),
                        claim_templates=claim_templates(config))
+
+
+def dra_objects(config: GpuStackConfig) -> list[Object]:
+    """The manifests beside the chart (its namespace, the claim templates); [] when DRA is off."""
+    rendered = render_dra(config)
+    return [] if rendered is None else [rendered.namespace, *rendered.claim_templates]
