@@ -39,6 +39,8 @@ CRD_FILES = (
     "crds/monitoring.coreos.com_servicemonitors.yaml",
     "crds/monitoring.coreos.com_podmonitors.yaml",
     "crds/monitoring.coreos.com_prometheusrules.yaml",
+    "crds/resource.nvidia.com_computedomains.yaml",
+    "crds/resource.nvidia.com_computedomaincliques.yaml",
 )
 
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
-from gpu_operator.config.dra import dra_node_pools
 from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
 
 __all__ = ["DraChart", "dra_chart", "chart_values", "driver_root"]
@@ -48,11 +47,8 @@ def driver_root(config: GpuStackConfig) -> str:
     """Where the DRA driver finds the NVIDIA driver on the host."""
     if config.dra.driver_root is not None:
         return config.dra.driver_root
-    pools = dra_node_pools(config.dra, config.pools)
-    host_driver = bool(pools) and all(pool.gpu_driver == "aks" for pool in pools)
-    if config.operator.driver.enabled and not host_driver:
-        return config.operator.host_paths.driver_install_dir
-    return "/"
+    # pools with the AKS-managed driver require operator.driver.enabled: false, so they land on "/"
+    return config.operator.host_paths.driver_install_dir if config.operator.driver.enabled else "/"
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
