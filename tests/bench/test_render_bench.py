@@ -19,6 +19,7 @@ from gpu_operator.components import GpuOperator
 from gpu_operator.config import load_config, parse_config
 from gpu_operator.config.loader import BUILTIN_DEFAULT, read_yaml_mapping
 from gpu_operator.render import render
+from gpu_operator.render.nfd import nfd_chart
 from tests.support.pulumi_mocks import run_program
 
 CONFIG = load_config(None)
@@ -55,7 +56,8 @@ def _baseline_program() -> None:
 
 @pytest.mark.parametrize(
     "program, resources",
-    [(_operator_program, len(OBJECTS) + 1), (_baseline_program, len(OBJECTS))],  # + the NFD chart
+    # + the NFD chart, unless the Network Operator's NFD serves (the default's InfiniBand pool)
+    [(_operator_program, len(OBJECTS) + (nfd_chart(CONFIG) is not None)), (_baseline_program, len(OBJECTS))],
     ids=["gpu-operator", "baseline-configmaps"],
 )
 def test_program_under_mocks(benchmark: Any, program: Any, resources: int) -> None:
