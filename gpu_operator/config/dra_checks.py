@@ -163,8 +163,9 @@ def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
             attribute = constraint.match_attribute
             named = [classes[n] for n in (constraint.requests or names) if n in classes]
             if "/" not in attribute:
-                yield Problem(f"{where}.matchAttribute", f"{attribute!r} must be qualified with its domain, e.g. "
-                                                         "resource.kubernetes.io/pcieRoot or gpu.nvidia.com/productName")
+                yield Problem(f"{where}.matchAttribute",
+                              f"{attribute!r} must be qualified with its domain, e.g. resource.kubernetes.io/pcieRoot "
+                              "or gpu.nvidia.com/productName")
             elif named and not all(cls.facts.has_attribute(attribute) for cls in named):
                 yield Problem(f"{where}.matchAttribute", f"{attribute!r} is not an attribute the DRA driver publishes "
                                                          f"on {', '.join(sorted({c.devices for c in named}))} "

@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import total_ordering
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from collections.abc import Mapping, Sequence
 
 import celpy
 import celpy.celtypes as ct
-from lark import Token, Tree
+from lark import Tree
 
 from gpu_operator.dra.driver import REMOVED_ATTRIBUTES, DeviceFacts
 
@@ -48,11 +48,14 @@ class CelError(ValueError):
     """An expression that does not parse, or that evaluation could not complete."""
 
 
+_Map = Literal["attributes", "capacity"]
+
+
 @dataclass(frozen=True)
 class Reference:
     """One attribute or capacity an expression reads: `device.<map>[domain].<name>`."""
 
-    map: Literal["attributes", "capacity"]
+    map: _Map
     domain: str
     name: str
 
@@ -66,7 +69,8 @@ def _parse(expression: str) -> Tree:
         tree = _ENV.compile(expression)
     except celpy.CELParseError as error:
         where = f" at column {error.column}" if getattr(error, "column", None) else ""
-        raise CelError(f"is not valid CEL (syntax error{where}: {expression[:error.column or None]!r} <- here)") from None
+        before = expression[:error.column or None]
+        raise CelError(f"is not valid CEL (syntax error{where}: {before!r} <- here)") from None
     assert isinstance(tree, Tree)
     return tree
 
@@ -79,34 +83,23 @@ def _unwrap(node: Any) -> Any:
     return node
 
 
-def _string_literal(node: Any) -> str | None:
+def _primary_child(node: Any, kind: str) -> Tree | None:
+    """The `literal` or `ident` under a primary expression (celpy's tree: primary -> literal/ident -> token)."""
     node = _unwrap(node)
     if isinstance(node, Tree) and node.data == "primary" and len(node.children) == 1:
-        token = node.children[0]
-        if isinstance(token, Tree) and token.data == "literal":
-            token = token.children[0]
-        if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT") or (
-            isinstance(token, Token) and token.value[:1] in ("'", '"')
-        ):
-            value = ct.StringType(token.value[1:-1]) if token.value[:1] in ("'", '"') else None
-            return str(value) if value is not None else None
-    if isinstance(node, Tree) and node.data == "literal":
-        text = str(node.children[0])
-        return text[1:-1] if text[:1] in ("'", '"') else None
-    return None
+        node = node.children[0]
+    return node if isinstance(node, Tree) and node.data == kind and node.children else None
+
+
+def _string_literal(node: Any) -> str | None:
+    literal = _primary_child(node, "literal")
+    text = str(literal.children[0]) if literal is not None else ""
+    return text[1:-1] if len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0] else None
 
 
 def _identifier(node: Any) -> str | None:
-    node = _unwrap(node)
-    if isinstance(node, Tree) and node.data == "primary" and len(node.children) == 1:
-        child = node.children[0]
-        if isinstance(child, Tree) and child.data == "ident":
-            return str(child.children[0])
-        if isinstance(child, Token) and child.type == "IDENT":
-            return str(child)
-    if isinstance(node, Tree) and node.data == "ident":
-        return str(node.children[0])
-    return None
+    ident = _primary_child(node, "ident")
+    return str(ident.children[0]) if ident is not None else None
 
 
 def _device_map(node: Any) -> str | None:
@@ -136,14 +129,14 @@ def _tree_references(tree: Tree) -> tuple[list[Reference], list[str]]:
         if node.data == "member_dot":
             access = _domain_access(node.children[0])
             if access is not None:
-                found.append(Reference(access[0], access[1], str(node.children[1])))  # type: ignore[arg-type]
+                found.append(Reference(cast(_Map, access[0]), access[1], str(node.children[1])))
             elif _identifier(node.children[0]) == "device" and str(node.children[1]) not in _DEVICE_FIELDS:
                 problems.append(f"device has no field {str(node.children[1])!r} (it has {', '.join(_DEVICE_FIELDS)})")
         elif node.data == "member_index":
             access = _domain_access(node.children[0])
             name = _string_literal(node.children[1])
             if access is not None and name is not None:
-                found.append(Reference(access[0], access[1], name))  # type: ignore[arg-type]
+                found.append(Reference(cast(_Map, access[0]), access[1], name))
         elif node.data == "primary":
             name = _identifier(node)
             if name is not None and name != "device":

@@ -173,7 +173,8 @@ DEVICE_CLASSES: tuple[DeviceClassFacts, ...] = (
     DeviceClassFacts("compute-domain-daemon.nvidia.com", "daemon", "computeDomains",
                      _selects(COMPUTE_DOMAIN_DRIVER, "daemon")),
     DeviceClassFacts("compute-domain-default-channel.nvidia.com", "channel", "computeDomains",
-                     _selects(COMPUTE_DOMAIN_DRIVER, "channel", f" && device.attributes['{COMPUTE_DOMAIN_DRIVER}'].id == 0")),
+                     _selects(COMPUTE_DOMAIN_DRIVER, "channel",
+                              f" && device.attributes['{COMPUTE_DOMAIN_DRIVER}'].id == 0")),
 )
 
 

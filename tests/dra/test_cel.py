@@ -6,7 +6,16 @@ from decimal import Decimal
 
 import pytest
 
-from gpu_operator.dra.cel import CelError, Quantity, Reference, SemVer, check_expression, evaluate, parse_quantity, references
+from gpu_operator.dra.cel import (
+    CelError,
+    Quantity,
+    Reference,
+    SemVer,
+    check_expression,
+    evaluate,
+    parse_quantity,
+    references,
+)
 from gpu_operator.dra.driver import DEVICE_CLASSES, DEVICES
 
 GPU = [DEVICES["gpu"]]

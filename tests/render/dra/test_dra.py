@@ -73,8 +73,8 @@ def test_driver_root_follows_who_installs_the_driver(sections: dict[str, Any], r
 
 
 def test_switches_and_user_values_win() -> None:
-    rendered = render_dra(config(dra={"computeDomains": False, "values": {"logVerbosity": "6",
-                                                                          "kubeletPlugin": {"priorityClassName": "x"}}}))
+    values = {"logVerbosity": "6", "kubeletPlugin": {"priorityClassName": "x"}}
+    rendered = render_dra(config(dra={"computeDomains": False, "values": values}))
     assert rendered is not None
     values = rendered.chart.values
     assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
