@@ -4,6 +4,7 @@
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
+    gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
 
 Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
@@ -32,6 +33,7 @@ from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.diag.command import add_diag_parser, run_diag
 from gpu_operator.dra.command import add_dra_parser, run_dra
 from gpu_operator.manifests import (
     SUMMARY_HEADER,
@@ -83,7 +85,7 @@ def _path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,dra}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,dra,diag}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -102,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="config document or Pulumi stack file (default: the built-in default stack)")
     dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
     add_dra_parser(commands, _path)
+    add_diag_parser(commands)
     return parser
 
 
@@ -301,6 +304,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "import-values": _import_values,
     "dashboard": _dashboard,
     "dra": run_dra,
+    "diag": run_diag,
 }
 
 
