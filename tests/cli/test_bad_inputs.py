@@ -256,7 +256,7 @@ CASES = [
     # --- command line -------------------------------------------------------------------------------------------------
     case("no command", {}, "", "error: gpu-operator: the following arguments are required"),
     case("unknown command", {}, "deploy -f c.yaml",
-         "invalid choice: 'deploy' (choose from 'render', 'import-values', 'dashboard')"),
+         "invalid choice: 'deploy' (choose from 'render', 'import-values', 'dashboard', "),
     case("unknown flag", {}, "render --dry-run", "error: gpu-operator: unrecognized arguments: --dry-run"),
     case("flag without its value", {}, "render -f", "error: gpu-operator render: argument -f/--file: expected one"),
     case("extra argument", {"c.yaml": "{}"}, "render c.yaml", "unrecognized arguments: c.yaml"),
