@@ -17,7 +17,7 @@ from typing import Any
 from gpu_operator.diag.snapshot import Snapshot
 
 __all__ = ["NS", "NOW", "GPU_NODES", "IB_NODE", "cluster", "snapshot", "node", "pod", "daemonset", "OPERAND_APPS",
-           "managed_label", "find", "set_container_state"]
+           "managed_label", "find", "set_container_state", "crash_loop_objects"]
 
 NS = "gpu-operator"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
@@ -90,9 +90,10 @@ def pod(app: str, node_name: str, index: int = 0) -> dict[str, Any]:
             "phase": "Running", "startTime": started,
             "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"},
                            {"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}],
-            "initContainerStatuses": [{"name": c, "image": "validator:1", "ready": True, "restartCount": 0,
+            "initContainerStatuses": [{"name": c, "image": "validator:1", "imageID": "", "ready": True, "restartCount": 0,
                                        "state": _terminated()} for c in inits],
-            "containerStatuses": [{"name": c, "image": f"nvcr.io/nvidia/{app}:1", "ready": True, "restartCount": 0,
+            "containerStatuses": [{"name": c, "image": f"nvcr.io/nvidia/{app}:1", "imageID": "", "ready": True,
+                                   "restartCount": 0,
                                    "state": {"running": {"startedAt": started}}} for c in mains],
         },
     }
@@ -104,7 +105,8 @@ def daemonset(app: str, scheduled: int, template_spec: dict[str, Any] | None = N
             "spec": {"selector": {"matchLabels": {"app": app}},
                      "template": {"metadata": {"labels": {"app": app}}, "spec": template_spec or {"containers": []}}},
             "status": {"desiredNumberScheduled": scheduled, "currentNumberScheduled": scheduled,
-                       "numberReady": scheduled, "numberAvailable": scheduled}}
+                       "numberReady": scheduled, "numberAvailable": scheduled,
+                       "numberMisscheduled": 0}}
 
 
 def _template(app: str) -> dict[str, Any] | None:
@@ -173,3 +175,11 @@ def set_container_state(pod_obj: dict[str, Any], container: str, state: dict[str
         for condition in status["conditions"]:
             if condition["type"] in ("Ready", "ContainersReady"):
                 condition["status"] = "False"
+
+
+def crash_loop_objects() -> dict[str, Any]:
+    """The healthy cluster with gpu-0's driver container in CrashLoopBackOff."""
+    objects = copy.deepcopy(cluster())
+    set_container_state(find(objects["pods"], "nvidia-driver-daemonset-gpu-0"), "nvidia-driver-ctr",
+                        {"waiting": {"reason": "CrashLoopBackOff"}}, restarts=3)
+    return objects
