@@ -114,3 +114,11 @@ def test_device_classes_follow_the_switches() -> None:
     [gpu] = [c for c in device_classes() if c["metadata"]["name"] == "gpu.nvidia.com"]
     assert gpu["spec"]["extendedResourceName"] == "nvidia.com/gpu"
     assert len(DEVICE_CLASSES) == 5
+
+
+def test_dra_pools_advertise_no_extended_resource() -> None:
+    from gpu_operator.render.aks.resources import fleet_gpu_resource_names
+
+    assert fleet_gpu_resource_names(config()) == []
+    mixed = config(pools=[H100_DRA, {"name": "t4", "vmSize": "Standard_NC4as_T4_v3"}])
+    assert fleet_gpu_resource_names(mixed) == ["nvidia.com/gpu"]
