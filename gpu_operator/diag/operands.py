@@ -9,7 +9,8 @@ Checks: a pod that cannot pull its image, restarts in CrashLoopBackOff, cannot c
 scheduled, stays in an init container past the threshold, failed, or runs not ready; each operand DaemonSet's ready
 count against its desired count; and every node labelled for an operand actually running one of its pods (an
 operand whose DaemonSet is missing altogether, such as a deleted exporter, shows up here). The operator's own
-controller pod is checked like an operand.
+controller pod is checked like an operand. A pod being deleted (a rollout, a drain) is not judged: its
+replacement is.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ OPERANDS: tuple[Operand, ...] = (
 #: The operator's controller (a Deployment), checked like an operand.
 CONTROLLER = Operand("gpu-operator", Layer.OPERATOR, None)
 _NFD = Operand("node-feature-discovery", Layer.FEATURE_DISCOVERY, None)
+#: Driver pods and DaemonSets of NVIDIADriver resources carry this component label instead of the usual name.
+_NVIDIA_DRIVER_COMPONENT = "nvidia-driver"
 
 #: Init containers that wait for another layer, and that layer.
 _WAITS_FOR: Mapping[str, Layer] = {
@@ -111,13 +114,19 @@ def operand_of(pod_or_ds: Obj) -> Operand | None:
         return CONTROLLER
     if pod_labels.get("app.kubernetes.io/name") == _NFD.app:
         return _NFD
+    if pod_labels.get("app.kubernetes.io/component") == _NVIDIA_DRIVER_COMPONENT:
+        return OPERANDS[0]
     return next((operand for operand in OPERANDS if operand.matches(key)), None)
 
 
 def operand_daemonsets(snapshot: Snapshot) -> dict[Operand, list[Obj]]:
     found: dict[Operand, list[Obj]] = {}
     for ds in snapshot.daemonsets:
-        operand = next((o for o in OPERANDS if o.matches(name(ds))), None)
+        template = ((ds.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        if (template.get("labels") or {}).get("app.kubernetes.io/component") == _NVIDIA_DRIVER_COMPONENT:
+            operand: Operand | None = OPERANDS[0]
+        else:
+            operand = next((o for o in OPERANDS if o.matches(name(ds))), None)
         if operand is not None:
             found.setdefault(operand, []).append(ds)
     return found
@@ -317,7 +326,7 @@ def operand_pod_findings(snapshot: Snapshot, init_stuck_after: timedelta) -> lis
     findings: list[Finding] = []
     for pod in snapshot.pods:
         operand = operand_of(pod)
-        if operand is not None:
+        if operand is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             findings.extend(pod_findings(snapshot, pod, operand, init_stuck_after))
     return findings
 

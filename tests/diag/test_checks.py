@@ -426,3 +426,28 @@ def test_a_new_daemonset_counts_its_layer_as_deployed() -> None:
 
     verdicts = {v.layer: v.verdict for v in diagnose(snapshot(only_driver)).verdicts}
     assert verdicts[Layer.DRIVER] is Verdict.OK and verdicts[Layer.TOOLKIT] is Verdict.NOT_DEPLOYED
+
+
+def test_a_pod_being_deleted_is_not_judged() -> None:
+    def terminating(objects: dict[str, Any]) -> None:
+        crash_loop(objects)
+        find(objects["daemonsets"], "nvidia-driver-daemonset")["status"]["numberReady"] = 3
+        _pod(objects, "nvidia-driver-daemonset")["metadata"]["deletionTimestamp"] = "2026-11-23T11:59:00Z"
+
+    assert diagnose(snapshot(terminating)).findings == ()
+
+
+def test_nvidia_driver_resources_are_found_by_their_component_label() -> None:
+    def driver_crd(objects: dict[str, Any]) -> None:
+        crash_loop(objects)
+        driver = find(objects["daemonsets"], "nvidia-driver-daemonset")
+        driver["metadata"]["name"] = "nvidia-gpu-driver-ubuntu22.04-7c6d7bd8b"
+        driver["spec"]["template"]["metadata"]["labels"] = {"app.kubernetes.io/component": "nvidia-driver"}
+        for pod in objects["pods"]:
+            if pod["metadata"]["labels"]["app"] == "nvidia-driver-daemonset":
+                pod["metadata"]["labels"] = {"app.kubernetes.io/component": "nvidia-driver"}
+
+    diagnosis = diagnose(snapshot(driver_crd))
+    assert {(f.check, f.layer) for f in diagnosis.findings} == {("crash-loop", Layer.DRIVER),
+                                                                 ("daemonset-not-ready", Layer.DRIVER)}
+    assert diagnosis.first_broken is Layer.DRIVER
