@@ -103,20 +103,17 @@ _CANNOT_START = {"CreateContainerConfigError", "CreateContainerError", "RunConta
                  "PostStartHookError"}
 
 
-def operand_of(pod_or_ds: Obj) -> Operand | None:
-    """The operand an object belongs to, by its `app` label (pods) or name (DaemonSets)."""
-    pod_labels = labels(pod_or_ds)
-    if pod_or_ds.get("kind") == "DaemonSet" or "app" not in pod_labels:
-        key = pod_labels.get("app") or name(pod_or_ds)
-    else:
-        key = pod_labels["app"]
-    if pod_labels.get("app.kubernetes.io/component") == "gpu-operator" or key == CONTROLLER.app:
+def operand_of(pod: Obj) -> Operand | None:
+    """The operand a pod belongs to, by its labels."""
+    pod_labels = labels(pod)
+    app, component = pod_labels.get("app", ""), pod_labels.get("app.kubernetes.io/component")
+    if component == "gpu-operator" or app == CONTROLLER.app:
         return CONTROLLER
     if pod_labels.get("app.kubernetes.io/name") == _NFD.app:
         return _NFD
-    if pod_labels.get("app.kubernetes.io/component") == _NVIDIA_DRIVER_COMPONENT:
+    if component == _NVIDIA_DRIVER_COMPONENT:
         return OPERANDS[0]
-    return next((operand for operand in OPERANDS if operand.matches(key)), None)
+    return next((operand for operand in OPERANDS if app and operand.matches(app)), None)
 
 
 def operand_daemonsets(snapshot: Snapshot) -> dict[Operand, list[Obj]]:

@@ -3,6 +3,7 @@ severity, the object it names, and the verdicts that follow (the first broken la
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -451,3 +452,19 @@ def test_nvidia_driver_resources_are_found_by_their_component_label() -> None:
     assert {(f.check, f.layer) for f in diagnosis.findings} == {("crash-loop", Layer.DRIVER),
                                                                  ("daemonset-not-ready", Layer.DRIVER)}
     assert diagnosis.first_broken is Layer.DRIVER
+
+
+@pytest.mark.parametrize(("pod_labels", "layer"), [
+    ({"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}, Layer.OPERATOR),
+    ({"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"}, Layer.FEATURE_DISCOVERY),
+])
+def test_controller_and_nfd_pods_are_checked_in_their_layers(pod_labels: dict[str, str], layer: Layer) -> None:
+    def add(objects: dict[str, Any]) -> None:
+        extra = copy.deepcopy(_pod(objects, "nvidia-dcgm-exporter"))
+        extra["metadata"].update(name="extra", labels=pod_labels)
+        set_container_state(extra, "nvidia-dcgm-exporter", {"waiting": {"reason": "CrashLoopBackOff"}}, restarts=2)
+        objects["pods"].append(extra)
+
+    diagnosis = diagnose(snapshot(add))
+    assert [(f.check, f.layer, f.subject) for f in diagnosis.findings] == [("crash-loop", layer, f"pod/{NS}/extra")]
+    assert diagnosis.first_broken is layer
