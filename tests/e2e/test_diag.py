@@ -8,7 +8,7 @@ state is made the way the cluster would show it - a pod's status patched to Cras
 DaemonSet controller then counts it unready), a node's allocatable GPUs patched to 0, MIG, upgrade and MOFED labels
 set by their own field manager, the exporter's DaemonSet deleted - and put back afterwards. `diag` runs through
 the CLI with a kubeconfig whose service account may only get and list; the audit log shows it asked for nothing
-else.
+else. The crash-loop snapshot is saved and judged again offline (`--from`) to the same report.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def test_healthy_stack_every_layer_ok_and_validations_ready(
 
 
 def test_driver_pod_in_crash_loop(
-    admin: Client, stack: None, reader: Path, capsys: pytest.CaptureFixture[str]
+    admin: Client, stack: None, reader: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     pod = _operand_pod(admin, "nvidia-driver-daemonset", NODES[0])
     name = pod.metadata.name
@@ -238,9 +238,12 @@ def test_driver_pod_in_crash_loop(
     wait_until(lambda: admin.get(DaemonSet, "nvidia-driver-daemonset", namespace=NS).status.numberReady == 2,
                timeout=30, what="the DaemonSet controller to count the crashing driver pod unready")
     try:
-        status, report = _diag(reader, capsys)
+        saved = tmp_path / "driver-crash-loop.json"
+        status, report = _diag(reader, capsys, "--save", str(saved))
         assert status == 4 and report["firstBroken"] == "driver"
         assert ("crash-loop", "driver", f"pod/{NS}/{name}") in _checks(report)
+        assert main(["diag", "--from", str(saved), "-o", "json"]) == 4  # judged offline exactly as it was live
+        assert json.loads(capsys.readouterr().out) == report
         crash = next(f for f in report["findings"] if f["check"] == "crash-loop")
         assert "6 restarts" in crash["what"] and "Back-off restarting failed container" in crash["what"]
         assert crash["next"] == f"kubectl logs -n {NS} {name} -c nvidia-driver-ctr --previous"
