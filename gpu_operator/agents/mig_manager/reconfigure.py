@@ -60,9 +60,9 @@ DEPLOY_LABELS: dict[str, str | None] = {
 }
 #: Labels paused only when present on the node.
 _ONLY_IF_PRESENT = frozenset({"nvidia.com/gpu.deploy.client"})
-#: Validator pods deleted before the change, and the one deleted after it.
+#: Validator pods deleted before the change, and the one deleted after it (on DRA pools, its `-dra` twin).
 _VALIDATORS_BEFORE = ("nvidia-cuda-validator", "nvidia-device-plugin-validator")
-_VALIDATOR_AFTER = "nvidia-operator-validator"
+_VALIDATOR_AFTER = "nvidia-operator-validator,nvidia-operator-validator-dra"
 
 
 class ReconfigureFailed(Exception):
@@ -167,8 +167,8 @@ class Reconfigurer:
                 )
             self._sleep(self._settings.poll_interval)
 
-    def _delete_pods(self, app: str) -> None:
-        for pod in self._node_pods(f"app={app}"):
+    def _delete_pods(self, apps: str) -> None:
+        for pod in self._node_pods(f"app in ({apps})"):
             try:
                 self._kube.delete(PODS, pod["metadata"]["name"], self._settings.namespace)  # type: ignore[index]
             except NotFound:

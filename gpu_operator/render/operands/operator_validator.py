@@ -10,6 +10,13 @@ Its init containers run the validator's checks in order and leave a status file 
 4. `plugin-validation` → `plugin-ready` (the node advertises `nvidia.com/gpu` or `nvidia.com/mig-*`); left out
    when the device plugin is disabled.
 
+Pools whose GPUs DRA allocates (`gpuAllocation: dra`) carry `nvidia.com/gpu.deploy.device-plugin=false` and
+never advertise `nvidia.com/gpu`, so a plugin check there would wait forever (NVIDIA's validator, which drops the
+check only when the device plugin is off cluster-wide, crash-loops). When such pools sit beside device-plugin
+pools, the validator is rendered twice: `nvidia-operator-validator` on nodes whose device-plugin label is not
+`false`, and `nvidia-operator-validator-dra`, without the plugin check, on the others (a node affinity on that
+label; a MIG manager's `paused-for-mig-change` keeps a node where it is).
+
 The main container only sleeps; its preStop removes `*-ready`, so a restarted validator re-gates its dependents.
 With our agent only the driver check stays privileged; the toolkit, cuda and plugin checks and the main container
 run as unprivileged root, their status mount `HostToContainer` (see `agent_security`).
@@ -62,6 +69,9 @@ KEY = "operator_validator"
 NAME = "nvidia-operator-validator"
 CONTAINER = "nvidia-operator-validator"
 _LABELS = {"app": NAME, "app.kubernetes.io/part-of": "gpu-operator"}
+#: The validator of the nodes without a device plugin (DRA pools), beside the main one.
+DRA_NAME = "nvidia-operator-validator-dra"
+_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 #: With the NRI plugin, the container that must see the GPUs gets the CDI device by annotation.
 _NRI_CDI_DEVICE = "management.nvidia.com/gpu=all"
 
@@ -123,11 +133,21 @@ def _plugin_validation(ctx: RenderContext) -> Object:
     return container
 
 
-def _init_containers(ctx: RenderContext) -> list[Object]:
+def _init_containers(ctx: RenderContext, with_plugin: bool) -> list[Object]:
     checks = [driver_validation_init(ctx), _toolkit_validation(ctx), _cuda_validation(ctx)]
-    if ctx.spec.device_plugin.enabled:
+    if with_plugin:
         checks.append(_plugin_validation(ctx))
     return checks
+
+
+def _split_for_dra(ctx: RenderContext) -> bool:
+    """Device-plugin pools and DRA pools both exist: each kind gets its own validator."""
+    return ctx.spec.device_plugin.enabled and any(pool.gpu_allocation == "dra" for pool in ctx.config.pools)
+
+
+def _device_plugin_affinity(operator: str) -> Object:
+    term = {"matchExpressions": [{"key": _DEVICE_PLUGIN_LABEL, "operator": operator, "values": ["false"]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
 def _main_container(ctx: RenderContext) -> Object:
@@ -144,11 +164,12 @@ def _main_container(ctx: RenderContext) -> Object:
     return container
 
 
-def _daemonset(ctx: RenderContext) -> Object:
+def _daemonset(ctx: RenderContext, name: str = NAME, with_plugin: bool = True, affinity: Object | None = None) -> Object:
+    labels = {**_LABELS, "app": name}
     pod: Object = {
         "nodeSelector": deploy_selector("operator-validator"),
         "serviceAccountName": NAME,
-        "initContainers": _init_containers(ctx),
+        "initContainers": _init_containers(ctx, with_plugin and ctx.spec.device_plugin.enabled),
         "containers": [_main_container(ctx)],
         "volumes": [
             host_path("run-nvidia-validations", VALIDATIONS_DIR, "DirectoryOrCreate"),
@@ -157,10 +178,12 @@ def _daemonset(ctx: RenderContext) -> Object:
             host_path("host-dev-char", "/dev/char"),
         ],
     }
+    if affinity is not None:
+        pod["affinity"] = affinity
     if ctx.runtime_class is not None:
         pod["runtimeClassName"] = ctx.runtime_class
     annotations = {"nvidia.cdi.k8s.io/container.toolkit-validation": _NRI_CDI_DEVICE} if ctx.nri_plugin else None
-    ds = daemonset(ctx, NAME, labels=_LABELS, selector=_LABELS, pod_spec=pod, pod_annotations=annotations)
+    ds = daemonset(ctx, name, labels=labels, selector=labels, pod_spec=pod, pod_annotations=annotations)
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.validator, main_container=CONTAINER)
 
 
@@ -177,4 +200,11 @@ def _rbac(ctx: RenderContext) -> list[Object]:
 
 
 def render(ctx: RenderContext) -> list[Object]:
-    return [service_account(ctx, NAME), *_rbac(ctx), _daemonset(ctx)]
+    if not _split_for_dra(ctx):
+        return [service_account(ctx, NAME), *_rbac(ctx), _daemonset(ctx)]
+    return [
+        service_account(ctx, NAME),
+        *_rbac(ctx),
+        _daemonset(ctx, affinity=_device_plugin_affinity("NotIn")),
+        _daemonset(ctx, DRA_NAME, with_plugin=False, affinity=_device_plugin_affinity("In")),
+    ]

@@ -205,6 +205,7 @@ def test_validator_pods_are_deleted_on_this_node_only(
         _pod("cuda-1", "nvidia-cuda-validator"),
         _pod("dp-validator-1", "nvidia-device-plugin-validator"),
         _pod("operator-validator-1", "nvidia-operator-validator"),
+        _pod("operator-validator-dra-1", "nvidia-operator-validator-dra"),  # its twin on DRA pools
         _pod("operator-validator-2", "nvidia-operator-validator", node="other-node"),
     ):
         server.add(pod)

@@ -316,3 +316,38 @@ def test_driver_install_dir_moves_driver_validation() -> None:
 ])
 def test_every_variant_is_schema_valid(document: dict) -> None:
     assert_valid(render_operand(operator_validator.render, document))
+
+
+def test_dra_pools_beside_device_plugin_pools_get_a_validator_without_the_plugin_check() -> None:
+    """A DRA node never advertises nvidia.com/gpu: the plugin check would hold its validator in Init forever."""
+    from gpu_operator.config import load_config
+    from gpu_operator.render import render
+    from gpu_operator.render.aks.node_labels import pool_node_labels, rendered_deploy_operands
+    from tests.e2e.placement import selects
+    from tests.support.reference import REPO_ROOT
+    from tests.support.schemas import validate_objects
+
+    config = load_config(REPO_ROOT / "examples" / "configs" / "dra.yaml")
+    objects = render(config)
+    validators = {obj["metadata"]["name"]: obj for obj in objects
+                  if obj["kind"] == "DaemonSet" and obj["metadata"]["name"].startswith(MAIN)}
+    assert sorted(validators) == [MAIN, f"{MAIN}-dra"]
+    assert validate_objects(validators.values()) == []
+    assert init_names(validators[MAIN]) == CHECKS
+    assert init_names(validators[f"{MAIN}-dra"]) == CHECKS[:3]
+    assert validators[MAIN]["spec"]["selector"] != validators[f"{MAIN}-dra"]["spec"]["selector"]
+    rendered = rendered_deploy_operands(objects)
+    for pool in config.pools:
+        labels = pool_node_labels(pool, config, rendered)
+        where = [name for name, ds in validators.items() if selects(ds["spec"]["template"]["spec"], labels)]
+        assert where == [f"{MAIN}-dra" if pool.gpu_allocation == "dra" else MAIN], pool.name
+        # the MIG manager pauses the device plugin on a MIG change: the node keeps its validator
+        paused = {**labels, "nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"}
+        if pool.gpu_allocation != "dra":
+            assert selects(validators[MAIN]["spec"]["template"]["spec"], paused)
+
+
+def test_without_dra_pools_there_is_one_validator() -> None:
+    ds = validator_ds()
+    assert "affinity" not in pod_of(ds)
+    assert init_names(ds) == CHECKS
