@@ -24,7 +24,8 @@ def text_report(diagnosis: Diagnosis) -> str:
     width = max(len(v.layer.value) for v in diagnosis.verdicts)
     for verdict in diagnosis.verdicts:
         counted = [f.severity.value for f in verdict.findings]
-        detail = ", ".join(f"{counted.count(s)} {s}" for s in ("error", "warning", "info") if s in counted)
+        detail = ", ".join(f"{counted.count(s)} {s}{'s' if counted.count(s) > 1 and s != 'info' else ''}"
+                           for s in ("error", "warning", "info") if s in counted)
         lines.append((f"  {verdict.layer.value:<{width}}  {verdict.verdict.value:<12}"
                       + (f"  ({detail})" if detail else "")).rstrip())
     broken = diagnosis.first_broken
