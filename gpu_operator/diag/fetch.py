@@ -122,6 +122,15 @@ def _optional(notes: list[str], what: str, read: Callable[[], T], missing: T) ->
         return missing
 
 
+def _may_run_on(pod: Obj, nodes: list[Obj]) -> bool:
+    """Whether a pod is bound to one of `nodes`, or, unbound, has a nodeSelector one of them satisfies."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return any(n["metadata"]["name"] == spec["nodeName"] for n in nodes)
+    wanted = (spec.get("nodeSelector") or {}).items()
+    return any(wanted <= ((n["metadata"].get("labels") or {}).items()) for n in nodes)
+
+
 def take_snapshot(client: Client, server: str, namespace: str, selector: str | None = None) -> Snapshot:
     notes: list[str] = []
     node_labels = parse_selector(selector) if selector else None
@@ -142,9 +151,7 @@ def take_snapshot(client: Client, server: str, namespace: str, selector: str | N
                            lambda: _dicts(client.list(Pod, namespace="*", fields=not_running)), [])
     gpu_pods = [pod for pod in candidates if requests_gpus(pod)]
     if selector:
-        names = {n["metadata"]["name"] for n in nodes}
-        gpu_pods = [p for p in gpu_pods if not (p.get("spec") or {}).get("nodeName")
-                    or p["spec"]["nodeName"] in names]
+        gpu_pods = [p for p in gpu_pods if _may_run_on(p, nodes)]
     outside = [p for p in gpu_pods if p["metadata"].get("namespace") != namespace][:_MAX_POD_EVENT_READS]
     for pod in outside:
         meta = pod["metadata"]

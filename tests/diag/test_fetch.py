@@ -191,3 +191,16 @@ def test_cli_degraded_is_three(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
 def test_bad_command_lines_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "gpu-operator diag" in capsys.readouterr().err
+
+
+def test_with_a_selector_only_gpu_pods_that_may_run_on_the_selected_nodes_are_kept() -> None:
+    api = FakeApi(cluster())
+    other_pool = dict(api.gpu_pod, metadata={"name": "elsewhere", "namespace": "ml"},
+                      spec={**api.gpu_pod["spec"], "nodeSelector": {"kubernetes.azure.com/agentpool": "a100"}})
+    bound_elsewhere = dict(api.gpu_pod, metadata={"name": "bound", "namespace": "ml"},
+                           spec={**api.gpu_pod["spec"], "nodeName": "aks-a100-0"})
+    here = dict(api.gpu_pod, spec={**api.gpu_pod["spec"], "nodeSelector": {"nvidia.com/gpu.present": "true"}})
+    api.routes["/api/v1/pods"] = lambda: api._list("PodList", [other_pool, bound_elsewhere, here])
+    kept = take_snapshot(api.client(), SERVER, NS, "nvidia.com/gpu.present=true").gpu_pods
+    assert [p["metadata"]["name"] for p in kept] == ["trainer"]
+    assert len(take_snapshot(api.client(), SERVER, NS).gpu_pods) == 3
