@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import yaml
+
 from gpu_operator.diag.findings import Finding, Layer, Severity
 from gpu_operator.diag.operands import DEPLOY_LABEL_PREFIX, GPU_PRESENT_LABEL, duration, gpu_nodes, operand_daemonsets
 from gpu_operator.diag.snapshot import Obj, Snapshot, count, label_changed_at, labels, name
@@ -169,8 +171,6 @@ def _container_env(ds: Obj, variable: str) -> str | None:
 
 def _mig_layouts(snapshot: Snapshot) -> tuple[str, set[str]] | None:
     """The mig-parted ConfigMap the MIG manager reads and the layouts it defines; None when it cannot be read."""
-    import yaml
-
     map_name, key = _DEFAULT_MIG_CONFIG_MAP
     for operand, sets in operand_daemonsets(snapshot).items():
         if operand.app == "nvidia-mig-manager":

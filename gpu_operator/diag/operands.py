@@ -47,13 +47,15 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 @dataclass(frozen=True)
 class Operand:
-    """An operand: its pods' `app` label (= its DaemonSet's name), layer, the deploy label that places it, and the
-    ClusterPolicy section that enables it (`None`: not switchable there)."""
+    """An operand: its pods' `app` label (= its DaemonSet's name), layer, the deploy label that places it, the
+    ClusterPolicy section that enables it (`None`: not switchable there) and whether it is on when that section
+    leaves `enabled` unset (the CRD's default, not the Helm chart's)."""
 
     app: str
     layer: Layer
     deploy: str | None
     policy_section: str | None = None
+    policy_default: bool = True
 
     @property
     def deploy_label(self) -> str | None:
@@ -67,14 +69,14 @@ class Operand:
 OPERANDS: tuple[Operand, ...] = (
     Operand("nvidia-driver-daemonset", Layer.DRIVER, "driver", "driver"),
     Operand("nvidia-container-toolkit-daemonset", Layer.TOOLKIT, "container-toolkit", "toolkit"),
-    Operand("nvidia-operator-validator", Layer.OPERATOR, "operator-validator"),
+    Operand("nvidia-operator-validator", Layer.OPERATOR, "operator-validator", "validator"),
     Operand("nvidia-device-plugin-daemonset", Layer.DEVICE_PLUGIN, "device-plugin", "devicePlugin"),
     Operand("nvidia-device-plugin-mps-control-daemon", Layer.DEVICE_PLUGIN, None),
-    Operand("nvidia-mig-manager", Layer.DEVICE_PLUGIN, "mig-manager"),
+    Operand("nvidia-mig-manager", Layer.DEVICE_PLUGIN, "mig-manager", "migManager"),
     Operand("gpu-feature-discovery", Layer.FEATURE_DISCOVERY, "gpu-feature-discovery", "gfd"),
     Operand("nvidia-dcgm-exporter", Layer.EXPORTER, "dcgm-exporter", "dcgmExporter"),
-    Operand("nvidia-dcgm", Layer.EXPORTER, "dcgm"),
-    Operand("nvidia-node-status-exporter", Layer.EXPORTER, "node-status-exporter"),
+    Operand("nvidia-dcgm", Layer.EXPORTER, "dcgm", "dcgm"),
+    Operand("nvidia-node-status-exporter", Layer.EXPORTER, "node-status-exporter", "nodeStatusExporter", False),
 )
 #: The operator's controller (a Deployment), checked like an operand.
 CONTROLLER = Operand("gpu-operator", Layer.OPERATOR, None)
@@ -234,16 +236,20 @@ def daemonset_findings(snapshot: Snapshot) -> list[Finding]:
     return findings
 
 
-def _policy_enabled(snapshot: Snapshot, operand: Operand) -> bool:
+def _policy_enabled(snapshot: Snapshot, operand: Operand) -> bool | None:
+    """Whether the ClusterPolicy turns the operand on; None without a ClusterPolicy (or a section to read)."""
     if snapshot.cluster_policy is None or operand.policy_section is None:
-        return False
+        return None
     section = (snapshot.cluster_policy.get("spec") or {}).get(operand.policy_section) or {}
-    return section.get("enabled", True) is not False
+    enabled = section.get("enabled")
+    return operand.policy_default if enabled is None else enabled is True
 
 
 def placement_findings(snapshot: Snapshot) -> list[Finding]:
     """Every GPU node labelled for an operand runs one of its pods; an operand the ClusterPolicy enables has a
-    DaemonSet once GPU nodes exist."""
+    DaemonSet once GPU nodes exist. With a ClusterPolicy, an operand it turns off is expected nowhere: the
+    operator labels every node for every operand of its workload type, enabled or not. Without one (our stacks set
+    the deploy labels from the pool's config), the labels are the expectation."""
     nodes = gpu_nodes(snapshot)
     daemonsets = operand_daemonsets(snapshot)
     on_node: dict[tuple[Operand, str], Obj] = {}
@@ -254,9 +260,12 @@ def placement_findings(snapshot: Snapshot) -> list[Finding]:
             on_node[(operand, node)] = pod
     findings = []
     for operand in OPERANDS:
+        enabled = _policy_enabled(snapshot, operand)
+        if enabled is False:
+            continue
         labelled = [name(n) for n in nodes if operand.deploy_label and labels(n).get(operand.deploy_label) == "true"]
         if operand not in daemonsets:
-            if labelled or (nodes and _policy_enabled(snapshot, operand)):
+            if labelled or (nodes and enabled):
                 why = (f"{len(labelled)} GPU node(s) are labelled {operand.deploy_label}=true ({', '.join(labelled)})"
                        if labelled else "the ClusterPolicy enables it and there are GPU nodes")
                 findings.append(Finding(

@@ -107,12 +107,13 @@ def policy_enables_exporter(objects: dict[str, Any]) -> None:
     exporter_missing(objects)
     for target in objects["nodes"]:
         target["metadata"]["labels"].pop("nvidia.com/gpu.deploy.dcgm-exporter", None)
-    objects["cluster_policy"] = {"metadata": {"name": "cluster-policy"}, "spec": {"dcgmExporter": {}},
-                                 "status": {"state": "ready"}}
+    objects["cluster_policy"] = {"metadata": {"name": "cluster-policy"},
+                                 "spec": {"dcgmExporter": {}, "dcgm": {"enabled": False}}, "status": {"state": "ready"}}
 
 
 def policy_not_ready(objects: dict[str, Any]) -> None:
-    objects["cluster_policy"] = {"metadata": {"name": "cluster-policy"}, "spec": {}, "status": {"state": "notReady"}}
+    objects["cluster_policy"] = {"metadata": {"name": "cluster-policy"}, "spec": {"dcgm": {"enabled": False}},
+                                 "status": {"state": "notReady"}}
 
 
 def nfd_without_present(objects: dict[str, Any]) -> None:
@@ -468,3 +469,26 @@ def test_controller_and_nfd_pods_are_checked_in_their_layers(pod_labels: dict[st
     diagnosis = diagnose(snapshot(add))
     assert [(f.check, f.layer, f.subject) for f in diagnosis.findings] == [("crash-loop", layer, f"pod/{NS}/extra")]
     assert diagnosis.first_broken is layer
+
+
+@pytest.mark.parametrize(("policy_spec", "expected"), [
+    ({"dcgmExporter": {"enabled": False}}, set()),  # the operator labels every node for it anyway
+    ({}, {("operand-missing", Layer.EXPORTER)}),  # enabled by the CRD's default
+    ({"dcgmExporter": {"enabled": True}}, {("operand-missing", Layer.EXPORTER)}),
+])
+def test_with_a_cluster_policy_an_operand_it_turns_off_is_expected_nowhere(
+    policy_spec: dict[str, Any], expected: set[tuple[str, Layer]]
+) -> None:
+    def change(objects: dict[str, Any]) -> None:
+        exporter_missing(objects)
+        for target in objects["nodes"]:
+            if "nvidia.com/gpu.present" in target["metadata"]["labels"]:
+                target["metadata"]["labels"].update({"nvidia.com/gpu.deploy.dcgm": "true",
+                                                     "nvidia.com/gpu.deploy.node-status-exporter": "true"})
+        objects["cluster_policy"] = {"metadata": {"name": "cluster-policy"}, "spec": policy_spec,
+                                     "status": {"state": "ready"}}
+
+    findings = diagnose(snapshot(change)).findings
+    # dcgm is on by the CRD's default and labelled, but has no DaemonSet in the fixture: found as well
+    assert {(f.check, f.layer) for f in findings if "dcgm-exporter" in f.subject} == expected
+    assert [f.subject for f in findings if "node-status-exporter" in f.subject] == []  # off by the CRD's default
