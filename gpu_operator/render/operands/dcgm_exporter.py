@@ -26,6 +26,9 @@ Switches:
   `cluster.prometheusOperator` says the CRDs are installed, unless `serviceMonitor.enabled` is false (asking
   for one on a cluster without them is a config error).
 
+Resources: requests and limits sized by the fleet's largest GPU node (:mod:`exporter_sizing`), where NVIDIA sets
+none and users hit the chart's 512 MiB OOM-kill; `dcgmExporter.resources` replaces them.
+
 With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes,
 unprivileged: root with CAP_SYS_ADMIN only, GPUs through the runtime (see `agent_security`).
 Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out,
@@ -61,6 +64,7 @@ from gpu_operator.render.k8s import (
 )
 from gpu_operator.render.operands import dcgm
 from gpu_operator.render.operands.agent_security import secure_agent
+from gpu_operator.render.operands.exporter_sizing import exporter_resources
 from gpu_operator.render.operands.common import apply_runtime_class, node_name_env, toolkit_validation_init
 from gpu_operator.render.transforms import finalize_daemonset
 
@@ -189,6 +193,7 @@ def _container(ctx: RenderContext, mounts: list[Object]) -> Object:
         "livenessProbe": _health_probe(periodSeconds=5),
         "readinessProbe": _health_probe(),
         "volumeMounts": mounts,
+        "resources": exporter_resources(ctx.config, "agents" if ctx.uses_agent(SECTION) else "nvidia"),
         "securityContext": privileged(),
     }
 

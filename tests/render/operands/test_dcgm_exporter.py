@@ -438,3 +438,32 @@ def test_unset_switch_follows_the_prometheus_operator_fact() -> None:
 def test_a_switched_off_service_monitor_or_exporter_needs_no_prometheus_operator(document: dict[str, Any]) -> None:
     objects = render_operand(dcgm_exporter.render, {**NVIDIA, **document})
     assert [o for o in objects if o["kind"] == "ServiceMonitor"] == []
+
+
+AKS = {"resourceGroup": "rg", "clusterName": "aks", "kubernetesVersion": "1.34"}
+H100 = {"name": "h100", "vmSize": "Standard_ND96isr_H100_v5"}
+T4 = {"name": "t4", "vmSize": "Standard_NC4as_T4_v3"}
+
+
+@pytest.mark.parametrize(("agents", "pools", "requests", "limit"), [
+    (NVIDIA, [H100, T4], "512Mi", "1024Mi"),  # the largest node: 8 GPUs; 512 Mi is the reported working set
+    (NVIDIA, [T4], "288Mi", "576Mi"),
+    (NVIDIA, None, "512Mi", "1024Mi"),  # no pools (not our cluster): 8 GPUs assumed
+    (with_agents(), [H100], "96Mi", "192Mi"),  # our exporter: 57.5 MiB measured on 8 GPUs
+])
+def test_resources_are_sized_by_the_fleets_largest_gpu_node(
+    agents: dict[str, Any], pools: list[dict[str, Any]] | None, requests: str, limit: str
+) -> None:
+    document: dict[str, Any] = {**agents, **({"aks": AKS, "pools": pools, "network": {"enabled": False}}
+                                             if pools else {})}
+    resources = _exporter(render_operand(dcgm_exporter.render, document))["resources"]
+    assert resources["requests"]["memory"] == requests
+    assert resources["limits"] == {"memory": limit}  # no CPU limit: throttling a scrape helps nobody
+    assert "cpu" in resources["requests"]
+
+
+def test_the_users_resources_replace_the_sizing() -> None:
+    mine = {"requests": {"memory": "700Mi"}, "limits": {"memory": "2Gi"}}
+    objects = _render({"resources": mine})
+    assert _exporter(objects)["resources"] == mine
+    assert_valid(objects)
