@@ -11,6 +11,9 @@ monitoring:
     memoryTemperatureCelsius: 95
     framebufferUsedRatio: 0.95
     pcieReplaysPerHour: 100
+    upgradeStuckFor: 2h                    # these three need our node status exporter (agents image)
+    migPendingFor: 30m
+    rdmaMissingFor: 15m
 ```
 
 Every threshold has a default a GPU SRE would start from; `for` durations are Prometheus durations. The
@@ -45,6 +48,9 @@ class AlertThresholds(ConfigModel):
     framebuffer_for: PromDuration = Field(default="15m", description="how long the framebuffer must stay full")
     exporter_down_for: PromDuration = Field(default="5m", description="how long an exporter may be unscrapable")
     node_not_ready_for: PromDuration = Field(default="10m", description="how long a node-status signal may be 0")
+    upgrade_stuck_for: PromDuration = Field(default="2h", description="how long a node may hold one upgrade state")
+    mig_pending_for: PromDuration = Field(default="30m", description="how long a MIG change may stay pending")
+    rdma_missing_for: PromDuration = Field(default="15m", description="how long an IB node may advertise no RDMA")
 
 
 class MonitoringSpec(ConfigModel):

@@ -1,9 +1,10 @@
-"""How many GPUs the device plugin advertises: the Node's capacity, read from the API server.
+"""How many GPUs the device plugin advertises: the Node's capacity (and labels), read from the API server.
 
 The gauge sums the capacity of every resource named `nvidia.com/gpu...` (including shared and renamed
 resources such as `nvidia.com/gpu.shared`) or `nvidia.com/mig-...`, each quantity rounded up to a whole
 number as Kubernetes' `Quantity.Value()` does. The Node is read with the agents' Kubernetes client and the
-pod's service account (`GET /api/v1/nodes/<NODE_NAME>`); the ClusterRole the DaemonSet binds allows that.
+pod's service account (`GET /api/v1/nodes/<NODE_NAME>`); the ClusterRole the DaemonSet binds allows that. The
+same read gives the labels the state gauges report (:mod:`.gauges`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
@@ -22,12 +24,15 @@ __all__ = [
     "ApiNode",
     "NodeApiError",
     "NodeCapacity",
+    "NodeView",
     "count_gpu_resources",
+    "count_rdma_resources",
     "quantity_value",
 ]
 
 GPU_RESOURCE_PREFIX = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+RDMA_RESOURCE_PREFIX = "rdma/"
 
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -49,10 +54,18 @@ class NodeApiError(Exception):
     """The Node could not be read, or its capacity not understood."""
 
 
-class NodeCapacity(Protocol):
-    """The Node's `status.capacity` (resource name -> quantity string). Raises NodeApiError."""
+@dataclass(frozen=True)
+class NodeView:
+    """What the probe reads of the Node: `status.capacity` (resource name -> quantity string) and its labels."""
 
-    def capacity(self) -> Mapping[str, str]: ...
+    capacity: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class NodeCapacity(Protocol):
+    """Reads the Node. Raises NodeApiError."""
+
+    def read(self) -> NodeView: ...
 
 
 def quantity_value(text: str) -> int:
@@ -75,6 +88,11 @@ def count_gpu_resources(capacity: Mapping[str, str]) -> int:
     )
 
 
+def count_rdma_resources(capacity: Mapping[str, str]) -> int:
+    """The RDMA devices the Network Operator's device plugins advertise: every `rdma/*` resource."""
+    return sum(quantity_value(quantity) for name, quantity in capacity.items() if name.startswith(RDMA_RESOURCE_PREFIX))
+
+
 class ApiNode:
     """This node's capacity from the API server (`GET /api/v1/nodes/<name>`) through the agents' client."""
 
@@ -82,10 +100,12 @@ class ApiNode:
         self._client = client
         self._name = node_name
 
-    def capacity(self) -> Mapping[str, str]:
+    def read(self) -> NodeView:
         try:
             node = self._client.get(NODES, self._name)
         except KubeError as error:
             message = f"unable to fetch node by name {self._name} to check for GPU resources: {error}"
             raise NodeApiError(message) from error
-        return {str(k): str(v) for k, v in (node.get("status", {}).get("capacity") or {}).items()}
+        capacity = {str(k): str(v) for k, v in (node.get("status", {}).get("capacity") or {}).items()}
+        labels = {str(k): str(v) for k, v in (node.get("metadata", {}).get("labels") or {}).items()}
+        return NodeView(capacity, labels)

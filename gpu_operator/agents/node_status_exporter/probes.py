@@ -4,7 +4,7 @@
 | --- | --- | --- |
 | status files | driver/toolkit/plugin/cuda `_ready` (1 while the file exists) | 30 s |
 | driver validation | `driver_validation` (1/0), `driver_validation_last_success_ts_seconds` on success | 60 s |
-| device plugin | `device_plugin_devices_total` (-1 when the Node cannot be read), last success when non-zero | 30 s |
+| device plugin | `device_plugin_devices_total` (-1 when the Node cannot be read), last success when non-zero; from the same Node: `device_plugin_enabled`, `infiniband_present`, `rdma_devices_total`, the upgrade and MIG state gauges | 30 s |
 | PCI devices | `nvidia_pci_devices_total` (-1 when they cannot be counted) | 60 s |
 
 Each probe runs once at start, then sleeps its interval, on its own daemon thread, so a slow `nvidia-smi` never
@@ -23,7 +23,9 @@ from gpu_operator.agents.node_status_exporter.driver_check import DriverCheck
 from gpu_operator.agents.node_status_exporter.node_capacity import (
     NodeApiError,
     NodeCapacity,
+    NodeView,
     count_gpu_resources,
+    count_rdma_resources,
 )
 from gpu_operator.agents.node_status_exporter.node_state import NodeState
 from gpu_operator.agents.node_status_exporter.pci_count import PciCounter
@@ -33,6 +35,7 @@ __all__ = [
     "Probe",
     "ProbeRunner",
     "device_plugin_probe",
+    "node_label_gauges",
     "driver_probe",
     "pci_probe",
     "status_files_probe",
@@ -40,7 +43,13 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-Changes = Mapping[str, float]
+Changes = Mapping[str, float | str]
+
+#: Node labels behind the gauges read from the Node.
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+INFINIBAND_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
+DRIVER_UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +72,28 @@ def driver_probe(check: DriverCheck, clock: Callable[[], float], interval: float
     return Probe("driver validation", interval, run)
 
 
+def node_label_gauges(view: NodeView) -> dict[str, float | str]:
+    """The gauges the Node's labels and RDMA capacity give (see :mod:`.gauges`)."""
+    labels = view.labels
+    return {
+        g.DEVICE_PLUGIN_ENABLED: 0.0 if labels.get(DEVICE_PLUGIN_DEPLOY_LABEL) == "false" else 1.0,
+        g.INFINIBAND_PRESENT: 1.0 if labels.get(INFINIBAND_LABEL) == "true" else 0.0,
+        g.RDMA_DEVICES: float(count_rdma_resources(view.capacity)),
+        g.DRIVER_UPGRADE_STATE: labels.get(DRIVER_UPGRADE_STATE_LABEL, ""),
+        g.MIG_CONFIG_STATE: labels.get(MIG_CONFIG_STATE_LABEL, ""),
+    }
+
+
 def device_plugin_probe(node: NodeCapacity, clock: Callable[[], float], interval: float) -> Probe:
     def run() -> Changes:
         try:
-            count = count_gpu_resources(node.capacity())
+            view = node.read()
+            count = count_gpu_resources(view.capacity)
+            extra = node_label_gauges(view)
         except NodeApiError as error:
             _log.debug("device plugin devices: %s", error)
             return {g.DEVICE_PLUGIN_DEVICES: -1.0}
-        changes = {g.DEVICE_PLUGIN_DEVICES: float(count)}
+        changes: dict[str, float | str] = {g.DEVICE_PLUGIN_DEVICES: float(count), **extra}
         if count:
             changes[g.DEVICE_PLUGIN_LAST_SUCCESS] = float(int(clock()))
         return changes
@@ -104,7 +127,7 @@ class ProbeRunner:
                 self._state.update(changes)
                 watched = {k: v for k, v in changes.items() if not k.endswith("_ts_seconds")}
                 if previous is None or watched != previous:
-                    _log.info("%s: %s", probe.name, ", ".join(f"{k}={v:g}" for k, v in sorted(watched.items())))
+                    _log.info("%s: %s", probe.name, ", ".join(f"{k}={v}" for k, v in sorted(watched.items())))
                 previous = watched
             self._stopping.wait(probe.interval)
 

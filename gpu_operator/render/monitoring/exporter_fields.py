@@ -2,7 +2,8 @@
 
 The metrics exporter emits the fields of its collectors CSV (`configs.dcgmExporter` when set, else the default
 selection that dcgm-exporter's `default-counters.csv` and this package's exporter share); `label`-type fields
-become labels, not series. The node status exporter emits its `gpu_operator_node_*` gauges when enabled, and
+become labels, not series. The node status exporter emits its `gpu_operator_node_*` gauges when enabled (ours adds
+the gauges it reads from the Node: device plugin enabled, InfiniBand and RDMA, upgrade and MIG states), and
 Prometheus itself adds `up` for every target.
 """
 
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from importlib import resources
 
+from gpu_operator.config.agents import choose_implementation
 from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.config.document import GpuStackConfig
 
-__all__ = ["NODE_STATUS_METRICS", "PROMETHEUS_METRICS", "default_counters_csv", "emitted_metrics"]
+__all__ = ["NODE_STATUS_AGENT_METRICS", "NODE_STATUS_METRICS", "PROMETHEUS_METRICS", "default_counters_csv", "emitted_metrics"]
 
 #: The node status exporter's gauges (NVIDIA's names, which ours keeps).
 NODE_STATUS_METRICS = frozenset(
@@ -27,6 +29,17 @@ NODE_STATUS_METRICS = frozenset(
         "gpu_operator_node_driver_validation_last_success_ts_seconds",
         "gpu_operator_node_device_plugin_devices_total",
         "gpu_operator_node_device_plugin_validation_last_success_ts_seconds",
+    }
+)
+
+#: What our node status exporter adds to NVIDIA's gauges (see the agent's `gauges` module).
+NODE_STATUS_AGENT_METRICS = frozenset(
+    {
+        "gpu_operator_node_device_plugin_enabled",
+        "gpu_operator_node_infiniband_present",
+        "gpu_operator_node_rdma_devices_total",
+        "gpu_operator_node_driver_upgrade_state",
+        "gpu_operator_node_mig_config_state",
     }
 )
 
@@ -49,4 +62,6 @@ def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
     fields = {field.field for field in parse_metrics_csv(csv_text) if field.kind != "label"}
     if config.operator.node_status_exporter.enabled:
         fields |= NODE_STATUS_METRICS
+        if choose_implementation(config.agents, "nodeStatusExporter").implementation == "agents":
+            fields |= NODE_STATUS_AGENT_METRICS
     return frozenset(fields | PROMETHEUS_METRICS)

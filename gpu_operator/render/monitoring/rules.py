@@ -162,6 +162,27 @@ ALERTS: tuple[Alert, ...] = (
         "A GPU stopped reporting metrics: it fell off the bus, or the exporter lost it.",
         "Run `nvidia-smi` on the node; read `dmesg` for XID 79 or 'fallen off the bus'; drain and reboot.",
     ),
+    # With our node status exporter, the device-plugin signals are read only where a device plugin is meant to
+    # run (DRA pools have none); an alert listed twice is rendered in its first form whose metrics exist.
+    Alert(
+        "GpuNodePluginNotReady",
+        "gpu_operator_node_plugin_ready == 0 and on(node) gpu_operator_node_device_plugin_enabled == 1",
+        "{t.node_not_ready_for}",
+        "warning",
+        "Plugin is not ready on node {{ $labels.node }}",
+        "The node status exporter reports the device plugin barrier closed.",
+        "Read the device plugin pod's logs on the node and the nvidia-operator-validator's init containers.",
+    ),
+    Alert(
+        "GpuDevicePluginNoDevices",
+        "gpu_operator_node_device_plugin_devices_total == 0"
+        " and on(node) gpu_operator_node_device_plugin_enabled == 1",
+        "{t.node_not_ready_for}",
+        "critical",
+        "The device plugin on node {{ $labels.node }} advertises 0 GPUs",
+        "Pods requesting nvidia.com/gpu cannot be scheduled on this node.",
+        "Read the nvidia-device-plugin pod's logs; check the driver with `nvidia-smi`; check MIG strategy labels.",
+    ),
     *(
         Alert(
             f"GpuNode{title}NotReady",
@@ -188,6 +209,58 @@ ALERTS: tuple[Alert, ...] = (
         "Pods requesting nvidia.com/gpu cannot be scheduled on this node.",
         "Read the nvidia-device-plugin pod's logs; check the driver with `nvidia-smi`; check MIG strategy labels.",
     ),
+    Alert(
+        "GpuDriverUpgradeFailed",
+        'gpu_operator_node_driver_upgrade_state{state="upgrade-failed"} == 1',
+        "5m",
+        "critical",
+        "The driver upgrade failed on node {{ $labels.node }}",
+        "The upgrade controller marked the node upgrade-failed; it stays cordoned with the old driver or none.",
+        "`kubectl describe node {{ $labels.node }}` and the events of the nvidia-driver pod on it; fix the cause, "
+        "then set nvidia.com/gpu-driver-upgrade-state=upgrade-required to retry.",
+    ),
+    Alert(
+        "GpuDriverUpgradeStuck",
+        'gpu_operator_node_driver_upgrade_state{state!~"upgrade-done|upgrade-failed"} == 1',
+        "{t.upgrade_stuck_for}",
+        "warning",
+        "The driver upgrade of node {{ $labels.node }} is stuck in {{ $labels.state }}",
+        "The node has held driver upgrade state {{ $labels.state }} for over {t.upgrade_stuck_for}.",
+        "By state: wait-for-jobs-required: the GPU jobs the waitForCompletion selector matches; "
+        "pod-deletion-required / drain-required: a PodDisruptionBudget blocking eviction "
+        "(`kubectl get pdb -A`); validation-required: the nvidia-operator-validator pod on the node.",
+    ),
+    Alert(
+        "GpuMigReconfigurationFailed",
+        'gpu_operator_node_mig_config_state{state="failed"} == 1',
+        "1m",
+        "critical",
+        "MIG reconfiguration failed on node {{ $labels.node }}",
+        "The MIG manager could not apply the node's nvidia.com/mig.config layout; the previous layout is kept.",
+        "Read the node's nvidia.com/mig.config.state.reason annotation and the nvidia-mig-manager pod's logs; "
+        "check that the nvidia.com/mig.config value names a layout of the mig-parted config for this GPU.",
+    ),
+    Alert(
+        "GpuMigReconfigurationPending",
+        'gpu_operator_node_mig_config_state{state=~"pending|rebooting"} == 1',
+        "{t.mig_pending_for}",
+        "warning",
+        "MIG reconfiguration of node {{ $labels.node }} has been {{ $labels.state }} too long",
+        "The node's GPU operands are paused while the MIG manager works: for over {t.mig_pending_for} now.",
+        "Read the nvidia-mig-manager pod's logs on the node; look for GPU clients still holding the GPUs "
+        "(`nvidia-smi`) and operand pods that did not terminate.",
+    ),
+    Alert(
+        "RdmaResourcesMissing",
+        "gpu_operator_node_infiniband_present == 1 and on(node) gpu_operator_node_rdma_devices_total == 0",
+        "{t.rdma_missing_for}",
+        "critical",
+        "InfiniBand node {{ $labels.node }} advertises no RDMA devices",
+        "NCCL on this node falls back to TCP (several times slower) while the job looks healthy.",
+        "`kubectl get node {{ $labels.node }} -L network.nvidia.com/operator.mofed.wait`: true means MOFED is not "
+        "loaded (read the mofed pod's logs); false means the RDMA device plugin found no device (its config's "
+        "selectors, `kubectl -n network-operator logs ds/rdma-shared-dp-ds` or the SR-IOV plugin's).",
+    ),
 )
 
 RECORDINGS: tuple[Recording, ...] = (
@@ -213,10 +286,14 @@ def _format(template: str, thresholds: AlertThresholds) -> str:
 
 
 def alerts(config: GpuStackConfig) -> list[Alert]:
-    """The alerts whose metrics this config's exporters emit."""
+    """The alerts whose metrics this config's exporters emit (of one listed twice, its first such form)."""
     emitted = emitted_metrics(config)
     thresholds = config.monitoring.thresholds
-    return [alert for alert in ALERTS if metric_names(_format(alert.expr, thresholds)) <= emitted]
+    chosen: dict[str, Alert] = {}
+    for alert in ALERTS:
+        if alert.name not in chosen and metric_names(_format(alert.expr, thresholds)) <= emitted:
+            chosen[alert.name] = alert
+    return list(chosen.values())
 
 
 def recordings(config: GpuStackConfig) -> list[Recording]:

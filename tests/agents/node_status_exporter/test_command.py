@@ -50,11 +50,14 @@ def test_the_device_plugin_probe_needs_the_api_server(tmp_path: Path) -> None:
     assert [p.name for p in probes_for(settings, {}, time.time)] == [
         "status files", "driver validation", "NVIDIA PCI devices"]
     with FakeApiServer() as server:
-        server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
-                    "status": {"capacity": {"cpu": "96", "nvidia.com/gpu": "8"}}})
+        labels = {"feature.node.kubernetes.io/pci-15b3.present": "true", "nvidia.com/mig.config.state": "pending"}
+        server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1", "labels": labels},
+                    "status": {"capacity": {"cpu": "96", "nvidia.com/gpu": "8", "rdma/ib": "8"}}})
         probes = probes_for(settings, {"KUBECONFIG": str(server.kubeconfig(tmp_path))}, lambda: 1795254312.0)
         assert [p.name for p in probes][2] == "device plugin devices"
-        assert probes[2].run() == {g.DEVICE_PLUGIN_DEVICES: 8.0, g.DEVICE_PLUGIN_LAST_SUCCESS: 1795254312.0}
+        assert probes[2].run() == {
+            g.DEVICE_PLUGIN_DEVICES: 8.0, g.DEVICE_PLUGIN_LAST_SUCCESS: 1795254312.0, g.DEVICE_PLUGIN_ENABLED: 1.0,
+            g.INFINIBAND_PRESENT: 1.0, g.RDMA_DEVICES: 8.0, g.DRIVER_UPGRADE_STATE: "", g.MIG_CONFIG_STATE: "pending"}
         server.remove("nodes", "worker-1")
         assert probes[2].run() == {g.DEVICE_PLUGIN_DEVICES: -1.0}
 
@@ -88,6 +91,10 @@ def test_serves_the_node_status(tmp_path: Path) -> None:
         g.DEVICE_PLUGIN_DEVICES: 0.0,
         g.DEVICE_PLUGIN_LAST_SUCCESS: 0.0,
         g.NVIDIA_PCI_DEVICES: 8.0,
+        # ours, beyond NVIDIA's (no Node read without an API server: the defaults)
+        g.DEVICE_PLUGIN_ENABLED: 1.0,
+        g.INFINIBAND_PRESENT: 0.0,
+        g.RDMA_DEVICES: 0.0,
     }
 
 

@@ -36,17 +36,22 @@ def families(holder: SnapshotHolder) -> dict[str, tuple[str, str, dict[str, str]
 
 
 def test_gauges_are_the_validators() -> None:
-    assert {gauge.name: gauge.help for gauge in GAUGES} == VALIDATOR_GAUGES
+    assert {gauge.name: gauge.help for gauge in g.VALIDATOR_GAUGES} == VALIDATOR_GAUGES
+    ours = {gauge.name for gauge in g.NODE_GAUGES}
+    assert ours == {g.DEVICE_PLUGIN_ENABLED, g.INFINIBAND_PRESENT, g.RDMA_DEVICES}
+    assert {gauge.name for gauge in GAUGES} == set(VALIDATOR_GAUGES) | ours
 
 
 def test_every_gauge_starts_at_zero_but_the_launch_time() -> None:
     holder = SnapshotHolder()
     NodeState("worker-1", holder, started_at=1795254312.8)
     exposed = families(holder)
-    assert set(exposed) == set(VALIDATOR_GAUGES)
+    assert set(exposed) == {gauge.name for gauge in GAUGES}  # the state gauges have no series yet
+    helps = {gauge.name: gauge.help for gauge in GAUGES}
+    starts = {g.METRICS_READY: 1795254312.0, g.DEVICE_PLUGIN_ENABLED: 1.0}
     for name, (help_text, kind, labels, value) in exposed.items():
-        assert (help_text, kind, labels) == (VALIDATOR_GAUGES[name], "gauge", {"node": "worker-1"})
-        assert value == (1795254312.0 if name == g.METRICS_READY else 0.0)
+        assert (help_text, kind, labels) == (helps[name], "gauge", {"node": "worker-1"})
+        assert value == starts.get(name, 0.0)
     assert b"gpu_operator_node_metrics_ready_ts_seconds{node=\"worker-1\"} 1.795254312e+09\n" in holder.current().body
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gpu_operator.agents.exposition import SnapshotHolder
+from gpu_operator.agents.exposition import HEALTHY, Snapshot, SnapshotHolder
 from gpu_operator.agents.node_status_exporter import NodeState, ProbeRunner
 from gpu_operator.agents.node_status_exporter import gauges as g
 from gpu_operator.agents.node_status_exporter.driver_check import NvidiaSmiCheck
 from gpu_operator.agents.node_status_exporter.driver_check import _in_root as in_root
 from gpu_operator.agents.node_status_exporter.node_capacity import (
+    NodeView,
     NodeApiError,
     count_gpu_resources,
     quantity_value,
@@ -122,23 +123,63 @@ def test_quantity_errors() -> None:
 
 
 class Capacity:
-    def __init__(self, answer: Mapping[str, str] | None) -> None:
+    def __init__(self, answer: Mapping[str, str] | None, labels: Mapping[str, str] | None = None) -> None:
         self._answer = answer
+        self._labels = labels or {}
 
-    def capacity(self) -> Mapping[str, str]:
+    def read(self) -> NodeView:
         if self._answer is None:
             raise NodeApiError("forbidden")
-        return self._answer
+        return NodeView(self._answer, self._labels)
+
+
+def _devices(changes: Mapping[str, object]) -> dict[str, object]:
+    return {k: v for k, v in changes.items() if k in (g.DEVICE_PLUGIN_DEVICES, g.DEVICE_PLUGIN_LAST_SUCCESS)}
 
 
 def test_device_plugin_devices() -> None:
     capacity = {"cpu": "96", "nvidia.com/gpu": "4", "nvidia.com/gpu.shared": "16", "nvidia.com/mig-1g.10gb": "7",
                 "example.com/gpu": "3"}
     assert count_gpu_resources(capacity) == 27
-    assert device_plugin_probe(Capacity(capacity), lambda: NOW, 30).run() == {
+    assert _devices(device_plugin_probe(Capacity(capacity), lambda: NOW, 30).run()) == {
         g.DEVICE_PLUGIN_DEVICES: 27.0, g.DEVICE_PLUGIN_LAST_SUCCESS: 1795254312.0}
-    assert device_plugin_probe(Capacity({"cpu": "8"}), lambda: NOW, 30).run() == {g.DEVICE_PLUGIN_DEVICES: 0.0}
+    assert _devices(device_plugin_probe(Capacity({"cpu": "8"}), lambda: NOW, 30).run()) == {
+        g.DEVICE_PLUGIN_DEVICES: 0.0}
     assert device_plugin_probe(Capacity(None), lambda: NOW, 30).run() == {g.DEVICE_PLUGIN_DEVICES: -1.0}
+
+
+@pytest.mark.parametrize(("labels", "capacity", "expected"), [
+    ({}, {"nvidia.com/gpu": "8"}, {g.DEVICE_PLUGIN_ENABLED: 1.0, g.INFINIBAND_PRESENT: 0.0, g.RDMA_DEVICES: 0.0,
+                                   g.DRIVER_UPGRADE_STATE: "", g.MIG_CONFIG_STATE: ""}),
+    ({"nvidia.com/gpu.deploy.device-plugin": "false"}, {}, {g.DEVICE_PLUGIN_ENABLED: 0.0}),  # a DRA pool
+    ({"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"}, {}, {g.DEVICE_PLUGIN_ENABLED: 1.0}),
+    ({"feature.node.kubernetes.io/pci-15b3.present": "true"}, {"rdma/ib": "8", "rdma/shared_ib": "63"},
+     {g.INFINIBAND_PRESENT: 1.0, g.RDMA_DEVICES: 71.0}),
+    ({"feature.node.kubernetes.io/pci-15b3.present": "true"}, {"nvidia.com/gpu": "8"},
+     {g.INFINIBAND_PRESENT: 1.0, g.RDMA_DEVICES: 0.0}),  # MOFED never came up: no RDMA resource at all
+    ({"nvidia.com/gpu-driver-upgrade-state": "upgrade-required", "nvidia.com/mig.config.state": "failed"}, {},
+     {g.DRIVER_UPGRADE_STATE: "upgrade-required", g.MIG_CONFIG_STATE: "failed"}),
+])
+def test_gauges_from_the_nodes_labels(
+    labels: dict[str, str], capacity: dict[str, str], expected: dict[str, object]
+) -> None:
+    changes = device_plugin_probe(Capacity(capacity, labels), lambda: NOW, 30).run()
+    assert {k: changes[k] for k in expected} == expected
+
+
+def test_state_gauges_publish_one_series_for_the_current_value() -> None:
+    holder = SnapshotHolder(Snapshot(b"", HEALTHY))
+    state = NodeState("gpu-1", holder, NOW)
+    body = holder.current().body.decode()
+    assert "gpu_operator_node_device_plugin_enabled{node=\"gpu-1\"} 1" in body
+    assert "gpu_operator_node_mig_config_state" not in body  # no label, no series
+    state.update({g.MIG_CONFIG_STATE: "pending"})
+    state.update({g.MIG_CONFIG_STATE: "success"})
+    body = holder.current().body.decode()
+    assert 'gpu_operator_node_mig_config_state{node="gpu-1",state="success"} 1' in body
+    assert 'state="pending"' not in body
+    with pytest.raises(KeyError):
+        state.update({"gpu_operator_node_bogus": 1.0})
 
 
 LSPCI = """\

@@ -16,6 +16,7 @@ from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.render.monitoring import render_prometheus_rule
 from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_METRICS, PROMETHEUS_METRICS
 from gpu_operator.render.monitoring.promql import metric_names
+from tests.support.agents import with_agents
 from tests.support.reference import reference_file
 from tests.support.schemas import validate_objects
 
@@ -123,3 +124,123 @@ def test_thresholds_come_from_the_config() -> None:
     (alert,) = [item for item in _rules(rule) if item.get("alert") == "GpuTemperatureHigh"]
     assert alert["expr"].endswith("> 78") and alert["for"] == "2m"
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus"
+
+
+# -- our node status exporter: DRA-aware plugin alerts, upgrade, MIG and RDMA states ------------------------------
+
+WITH_AGENT_NODE_STATUS = with_agents(WITH_NODE_STATUS)
+
+
+def _expected(rule: dict[str, Any], alert: str, labels: dict[str, str]) -> dict[str, Any]:
+    """An expected firing alert: its labels, and its annotations with `$labels` filled in as Prometheus does."""
+    [item] = [r for r in _rules(rule) if r.get("alert") == alert]
+
+    def fill(text: str) -> str:
+        for key, value in labels.items():
+            text = text.replace(f"{{{{ $labels.{key} }}}}", value)
+        return text
+
+    return {"exp_labels": {"severity": item["labels"]["severity"], **labels},
+            "exp_annotations": {key: fill(value) for key, value in item["annotations"].items()}}
+
+
+def _agent_alert_tests(rule: dict[str, Any]) -> dict[str, Any]:
+    def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+        inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        return {"series": f"{name}{{{inner}}}", "values": values}
+
+    dra, gpu = {"instance": "dra1:8000", "node": "dra1"}, {"instance": "n1:8000", "node": "n1"}
+    state = lambda node, value: {"instance": f"{node}:8000", "node": node, "state": value}  # noqa: E731
+    return {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {   # a DRA node advertises no nvidia.com/gpu by design; a device-plugin node doing so is broken
+                "interval": "1m",
+                "input_series": [
+                    series("gpu_operator_node_plugin_ready", dra, "0x30"),
+                    series("gpu_operator_node_device_plugin_devices_total", dra, "0x30"),
+                    series("gpu_operator_node_device_plugin_enabled", dra, "0x30"),
+                    series("gpu_operator_node_plugin_ready", gpu, "0x30"),
+                    series("gpu_operator_node_device_plugin_devices_total", gpu, "0x30"),
+                    series("gpu_operator_node_device_plugin_enabled", gpu, "1x30"),
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "15m", "alertname": "GpuNodePluginNotReady",
+                     "exp_alerts": [_expected(rule, "GpuNodePluginNotReady", gpu)]},
+                    {"eval_time": "15m", "alertname": "GpuDevicePluginNoDevices",
+                     "exp_alerts": [_expected(rule, "GpuDevicePluginNoDevices", gpu)]},
+                ],
+            },
+            {   # upgrade states: stuck after 2h in one state, failed at once; done never alerts
+                "interval": "1m",
+                "input_series": [
+                    series("gpu_operator_node_driver_upgrade_state", state("n1", "drain-required"), "1x200"),
+                    series("gpu_operator_node_driver_upgrade_state", state("n2", "upgrade-done"), "1x200"),
+                    series("gpu_operator_node_driver_upgrade_state", state("n3", "upgrade-failed"), "1x200"),
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "1h", "alertname": "GpuDriverUpgradeStuck", "exp_alerts": []},
+                    {"eval_time": "150m", "alertname": "GpuDriverUpgradeStuck",
+                     "exp_alerts": [_expected(rule, "GpuDriverUpgradeStuck", state("n1", "drain-required"))]},
+                    {"eval_time": "20m", "alertname": "GpuDriverUpgradeFailed",
+                     "exp_alerts": [_expected(rule, "GpuDriverUpgradeFailed", state("n3", "upgrade-failed"))]},
+                ],
+            },
+            {   # MIG: failed fires in a minute; pending only after 30 minutes
+                "interval": "1m",
+                "input_series": [
+                    series("gpu_operator_node_mig_config_state", state("m1", "failed"), "1x60"),
+                    series("gpu_operator_node_mig_config_state", state("m2", "pending"), "1x60"),
+                    series("gpu_operator_node_mig_config_state", state("m3", "success"), "1x60"),
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "3m", "alertname": "GpuMigReconfigurationFailed",
+                     "exp_alerts": [_expected(rule, "GpuMigReconfigurationFailed", state("m1", "failed"))]},
+                    {"eval_time": "20m", "alertname": "GpuMigReconfigurationPending", "exp_alerts": []},
+                    {"eval_time": "40m", "alertname": "GpuMigReconfigurationPending",
+                     "exp_alerts": [_expected(rule, "GpuMigReconfigurationPending", state("m2", "pending"))]},
+                ],
+            },
+            {   # RDMA: an IB node with no rdma/* capacity; an IB node with devices and a non-IB node are fine
+                "interval": "1m",
+                "input_series": [
+                    series("gpu_operator_node_infiniband_present", {"instance": "ib1:8000", "node": "ib1"}, "1x30"),
+                    series("gpu_operator_node_rdma_devices_total", {"instance": "ib1:8000", "node": "ib1"}, "0x30"),
+                    series("gpu_operator_node_infiniband_present", {"instance": "ib2:8000", "node": "ib2"}, "1x30"),
+                    series("gpu_operator_node_rdma_devices_total", {"instance": "ib2:8000", "node": "ib2"}, "8x30"),
+                    series("gpu_operator_node_infiniband_present", {"instance": "t4:8000", "node": "t4"}, "0x30"),
+                    series("gpu_operator_node_rdma_devices_total", {"instance": "t4:8000", "node": "t4"}, "0x30"),
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "10m", "alertname": "RdmaResourcesMissing", "exp_alerts": []},
+                    {"eval_time": "20m", "alertname": "RdmaResourcesMissing",
+                     "exp_alerts": [_expected(rule, "RdmaResourcesMissing", {"instance": "ib1:8000", "node": "ib1"})]},
+                ],
+            },
+        ],
+    }
+
+
+def test_our_node_status_exporter_adds_state_alerts_and_quiets_dra_nodes() -> None:
+    rule = _rule(WITH_AGENT_NODE_STATUS)
+    alerts = [item["alert"] for item in _rules(rule) if "alert" in item]
+    assert len(alerts) == len(set(alerts))
+    assert {"GpuDriverUpgradeFailed", "GpuDriverUpgradeStuck", "GpuMigReconfigurationFailed",
+            "GpuMigReconfigurationPending", "RdmaResourcesMissing"} <= set(alerts)
+    plugin = next(item for item in _rules(rule) if item.get("alert") == "GpuNodePluginNotReady")
+    assert "gpu_operator_node_device_plugin_enabled" in plugin["expr"]
+    assert validate_objects([rule]) == []
+
+
+@needs_promtool
+def test_promtool_unit_tests_of_the_state_alerts(tmp_path: Path) -> None:
+    rule = _rule(WITH_AGENT_NODE_STATUS)
+    _write_rules(rule, tmp_path / "rules.yaml")
+    (tmp_path / "agent_alerts_test.yaml").write_text(yaml.safe_dump(_agent_alert_tests(rule), sort_keys=False))
+    check = subprocess.run([PROMTOOL, "check", "rules", "rules.yaml"], cwd=tmp_path,
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    result = subprocess.run([PROMTOOL, "test", "rules", "agent_alerts_test.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
