@@ -6,6 +6,7 @@ monitoring:
   prometheusRules: null                    # unset: where cluster.prometheusOperator says the CRDs exist
   dashboard: null                          # the Grafana dashboard ConfigMap; unset: likewise
   ruleLabels: {release: kube-prometheus}   # labels the Prometheus `ruleSelector` matches
+  monitorLabels: {}                        # on the DOCA telemetry PodMonitor (podMonitorSelector); empty: ruleLabels
   thresholds:
     gpuTemperatureCelsius: 85
     memoryTemperatureCelsius: 95
@@ -65,6 +66,10 @@ class MonitoringSpec(ConfigModel):
     )
     rule_labels: dict[str, str] = Field(
         default_factory=dict, description="labels on the PrometheusRule, for the Prometheus ruleSelector"
+    )
+    monitor_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels on our PodMonitors, for the Prometheus podMonitorSelector; empty: ruleLabels",
     )
     thresholds: AlertThresholds = AlertThresholds()
 

@@ -2,7 +2,7 @@
 
 Pure render functions (no Pulumi): they take the config document and give Kubernetes objects as dicts.
 The exporters' ServiceMonitors stay with their operands (`render/operands/dcgm_exporter.py`,
-`node_status_exporter.py`), as NVIDIA creates them with the operands; this package adds what NVIDIA does not ship.
+`node_status_exporter.py`), as NVIDIA creates them with the operands; this package adds what NVIDIA does not ship, and the PodMonitor of the Network Operator's DOCA telemetry service.
 The PrometheusRule is rendered only where the Prometheus Operator's CRDs are known to exist
 (`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it).
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.render.monitoring.dashboard import dashboard_json, render_dashboard_configmap
+from gpu_operator.render.monitoring.doca_telemetry import doca_telemetry_wanted, render_doca_pod_monitor
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.rules import RULE_NAME, render_prometheus_rule
 
@@ -33,4 +34,6 @@ def monitoring_objects(config: GpuStackConfig) -> list[dict[str, Any]]:
         objects.append(render_prometheus_rule(config))
     if config.monitoring.dashboard_wanted(config.cluster.prometheus_operator):
         objects.append(render_dashboard_configmap(config))
+    if doca_telemetry_wanted(config):
+        objects.append(render_doca_pod_monitor(config))
     return objects
