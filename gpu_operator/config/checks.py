@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from gpu_operator.config.agents import choose_implementation
 from gpu_operator.config.cluster import PUBLISHED_DRIVER_OS
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
+from gpu_operator.config.dcgm_metrics import AGENT_READABLE_FIELDS, parse_metrics_csv
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra_checks import DRA_CHECKS
@@ -283,6 +285,22 @@ def _service_monitor_needs_prometheus_operator(doc: GpuStackConfig) -> Iterator[
         )
 
 
+def _metrics_our_exporter_reads(doc: GpuStackConfig) -> Iterator[Problem]:
+    """Our exporter would silently publish nothing for a field it cannot read: refuse it, naming the way out."""
+    csv_text = doc.configs.dcgm_exporter
+    if csv_text is None or choose_implementation(doc.agents, "dcgmExporter").implementation != "agents":
+        return
+    unreadable = [m.field for m in parse_metrics_csv(csv_text)
+                  if m.kind != "label" and m.field not in AGENT_READABLE_FIELDS]
+    if unreadable:
+        yield Problem(
+            "configs.dcgmExporter",
+            f"our metrics exporter cannot read {', '.join(unreadable)}: remove "
+            f"{'them' if len(unreadable) > 1 else 'it'}, or run NVIDIA's dcgm-exporter "
+            "(agents.overrides: {dcgmExporter: nvidia}), which reads every DCGM field",
+        )
+
+
 def _hpc_job_mapping_directory(doc: GpuStackConfig) -> Iterator[Problem]:
     mapping = doc.operator.dcgm_exporter.hpc_job_mapping
     if mapping is not None and mapping.enabled and not mapping.directory.startswith("/"):
@@ -312,6 +330,7 @@ CHECKS: tuple[Check, ...] = (
     _toolkit_host_paths,
     _service_monitor_needs_prometheus_operator,
     _hpc_job_mapping_directory,
+    _metrics_our_exporter_reads,
     *POOL_CHECKS,
     *NETWORK_CHECKS,
     *MONITORING_CHECKS,

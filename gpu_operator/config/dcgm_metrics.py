@@ -1,7 +1,18 @@
 """dcgm-exporter's metrics CSV: one `DCGM_FI_*, <prometheus type>, <help>` line per collected field.
 
 Blank lines and `#` comments are allowed. The type is `gauge`, `counter` or `label` (label fields become labels
-on every series instead of a series of their own).
+on every series instead of a series of their own). `configs.dcgmExporter` takes the CSV as text, or as a typed
+list that is written out as that CSV:
+
+```yaml
+configs:
+  dcgmExporter:
+    - {field: DCGM_FI_DEV_GPU_TEMP, type: gauge, help: GPU temperature (in C).}
+    - {field: DCGM_FI_DEV_XID_ERRORS, type: gauge, help: Value of the last XID error encountered.}
+```
+
+Our metrics exporter reads a fixed set of fields (:data:`AGENT_READABLE_FIELDS`); a gauge or counter outside it
+would silently produce no series, so a config that runs our exporter with such a field is refused.
 """
 
 from __future__ import annotations
@@ -9,11 +20,60 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Sequence
+from typing import Literal
 
-__all__ = ["MetricField", "parse_metrics_csv", "check_metrics_csv", "METRIC_TYPES"]
+from pydantic import Field
+
+from gpu_operator.config.base import ConfigModel
+
+__all__ = [
+    "AGENT_READABLE_FIELDS",
+    "DcgmMetric",
+    "METRIC_TYPES",
+    "MetricField",
+    "check_metrics_csv",
+    "metrics_csv",
+    "parse_metrics_csv",
+]
 
 METRIC_TYPES = ("gauge", "counter", "label")
 _FIELD = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+
+#: The fields `gpu-operator-agent metrics-exporter` reads through NVML (its `fields.FIELD_SOURCES`, which a test
+#: keeps equal to this set; the config layer does not import the agents).
+AGENT_READABLE_FIELDS = frozenset({
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_DRAM_ACTIVE",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
+})
+
+
+class DcgmMetric(ConfigModel):
+    """One line of the metrics CSV, typed."""
+
+    field: str = Field(pattern=_FIELD.pattern, description="a DCGM field name such as DCGM_FI_DEV_GPU_TEMP")
+    type: Literal["gauge", "counter", "label"]
+    help: str = Field(default="", description="the series' HELP text")
+
+
+def metrics_csv(metrics: Sequence[DcgmMetric]) -> str:
+    """The CSV text dcgm-exporter (and our exporter) read, one line per metric."""
+    if not metrics:
+        raise ValueError("the metrics list is empty: list at least one field, or leave configs.dcgmExporter out")
+    def help_text(text: str) -> str:
+        one_line = " ".join(text.split())
+        return '"' + one_line.replace('"', '""') + '"' if "," in one_line or '"' in one_line else one_line
+
+    return "".join(f"{m.field}, {m.type}, {help_text(m.help)}\n" for m in metrics)
 
 
 class MetricField(tuple):

@@ -25,14 +25,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from gpu_operator.config.agents import AgentsConfig
 from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.cluster import ClusterFacts
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
-from gpu_operator.config.dcgm_metrics import check_metrics_csv
+from gpu_operator.config.dcgm_metrics import DcgmMetric, check_metrics_csv, metrics_csv
 from gpu_operator.config.dra import DraSpec
 from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
 from gpu_operator.config.kube import DnsLabel
@@ -125,7 +125,9 @@ class OperandConfigs(ConfigModel):
         default=None, description="named device-plugin configs; nodes choose one with nvidia.com/device-plugin.config"
     )
     mig_manager: MigPartedConfig | None = Field(default=None, description="a custom mig-parted config")
-    dcgm_exporter: str | None = Field(default=None, description="metrics CSV: DCGM field, Prometheus type, help")
+    dcgm_exporter: str | None = Field(
+        default=None, description="metrics CSV (DCGM field, Prometheus type, help), or a list of {field, type, help}"
+    )
     driver_repo_config: DriverFiles | None = Field(
         default=None, description="package repository files for the driver (files to create, or existing keys)"
     )
@@ -147,6 +149,22 @@ class OperandConfigs(ConfigModel):
             if not name or not all(c.isalnum() or c in "-_." for c in name):
                 raise ValueError(f"config name {name!r} must be a ConfigMap key (letters, digits, '-', '_', '.')")
         return value
+
+    @field_validator("dcgm_exporter", mode="before")
+    @classmethod
+    def _typed_metrics(cls, value: Any) -> Any:
+        """A typed list of metrics is written out as the CSV text (see :mod:`gpu_operator.config.dcgm_metrics`)."""
+        if not isinstance(value, list):
+            return value
+        metrics = []
+        for index, item in enumerate(value):
+            try:
+                metrics.append(DcgmMetric.model_validate(item))
+            except ValidationError as error:
+                first = error.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                raise ValueError(f"[{index}]{'.' + where if where else ''}: {first['msg']}") from None
+        return metrics_csv(metrics)
 
     @field_validator("dcgm_exporter")
     @classmethod

@@ -8,6 +8,7 @@ import pytest
 
 from gpu_operator.config import ConfigError, Problem, parse_config
 from gpu_operator.config.checks import CHECKS
+from tests.support.agents import with_agents
 
 DIGEST_HEX = "0123456789abcdef" * 4
 SHARED_GPU = [{"name": "nvidia.com/gpu", "replicas": 4}]
@@ -284,6 +285,17 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True}}}},
         "operator.dcgmExporter.hpcJobMapping.directory",
         {"operator": {"dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": "/var/lib/job-mapping"}}}},
+    ),
+    (
+        "_metrics_our_exporter_reads",
+        {**with_agents(), "operator": {"dcgmExporter": {"config": {"name": "metrics"}}},
+         "configs": {"dcgmExporter": [{"field": "DCGM_FI_DEV_GPU_TEMP", "type": "gauge"},
+                                      {"field": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "type": "counter"}]}},
+        "configs.dcgmExporter",
+        {**with_agents(overrides={"dcgmExporter": "nvidia"}),
+         "operator": {"dcgmExporter": {"config": {"name": "metrics"}}},
+         "configs": {"dcgmExporter": [{"field": "DCGM_FI_DEV_GPU_TEMP", "type": "gauge"},
+                                      {"field": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "type": "counter"}]}},
     ),
     (
         "_service_monitor_needs_prometheus_operator",
