@@ -49,6 +49,8 @@ class AlertThresholds(ConfigModel):
     framebuffer_for: PromDuration = Field(default="15m", description="how long the framebuffer must stay full")
     exporter_down_for: PromDuration = Field(default="5m", description="how long an exporter may be unscrapable")
     node_not_ready_for: PromDuration = Field(default="10m", description="how long a node-status signal may be 0")
+    throttle_ratio: float = Field(default=0.1, gt=0, le=1, description="share of time throttled by power/heat")
+    throttle_for: PromDuration = Field(default="15m", description="how long the throttling must last")
     upgrade_stuck_for: PromDuration = Field(default="2h", description="how long a node may hold one upgrade state")
     mig_pending_for: PromDuration = Field(default="30m", description="how long a MIG change may stay pending")
     rdma_missing_for: PromDuration = Field(default="15m", description="how long an IB node may advertise no RDMA")

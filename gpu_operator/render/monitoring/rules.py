@@ -209,6 +209,25 @@ ALERTS: tuple[Alert, ...] = (
         "Pods requesting nvidia.com/gpu cannot be scheduled on this node.",
         "Read the nvidia-device-plugin pod's logs; check the driver with `nvidia-smi`; check MIG strategy labels.",
     ),
+    *(
+        Alert(
+            f"Gpu{title}Throttling",
+            f"rate(DCGM_FI_DEV_{field}_VIOLATION[5m]) / 1e9 > {{t.throttle_ratio}}",
+            "{t.throttle_for}",
+            "warning",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.hostname }}}} is throttled by {what}",
+            f"The GPU spent over {{t.throttle_ratio}} of the last 5 minutes with clocks held down by {what} limits.",
+            runbook,
+        )
+        for title, field, what, runbook in (
+            ("Power", "POWER", "power",
+             "Compare DCGM_FI_DEV_POWER_USAGE with the power limit (`nvidia-smi -q -d POWER`); check that no "
+             "power cap was set (`nvidia-smi -pl`) and the node's PSU and cooling; expect slower training."),
+            ("Thermal", "THERMAL", "thermal",
+             "Check DCGM_FI_DEV_GPU_TEMP and the node's airflow and fans; a single hot GPU points at its heatsink "
+             "or fan, a hot node at the rack's cooling."),
+        )
+    ),
     Alert(
         "GpuDriverUpgradeFailed",
         'gpu_operator_node_driver_upgrade_state{state="upgrade-failed"} == 1',

@@ -244,3 +244,53 @@ def test_promtool_unit_tests_of_the_state_alerts(tmp_path: Path) -> None:
     result = subprocess.run([PROMTOOL, "test", "rules", "agent_alerts_test.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+THROTTLE_CSV = ("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
+                "DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).\n"
+                "DCGM_FI_DEV_THERMAL_VIOLATION, counter, Throttling duration due to thermal constraints (in ns).\n")
+WITH_THROTTLE_FIELDS = {"agents": {"implementation": "nvidia"},
+                        "operator": {"dcgmExporter": {"config": {"name": "gpu-metrics"}}},
+                        "configs": {"dcgmExporter": THROTTLE_CSV}}
+
+
+def test_throttling_alerts_only_when_the_csv_collects_the_violation_counters() -> None:
+    alerts = {item["alert"] for item in _rules(_rule(WITH_THROTTLE_FIELDS)) if "alert" in item}
+    assert {"GpuPowerThrottling", "GpuThermalThrottling"} <= alerts
+    assert not {"GpuPowerThrottling", "GpuThermalThrottling"} & {
+        item["alert"] for item in _rules(_rule()) if "alert" in item}
+
+
+@needs_promtool
+def test_promtool_unit_tests_of_the_throttling_alerts(tmp_path: Path) -> None:
+    rule = _rule(WITH_THROTTLE_FIELDS)
+    _write_rules(rule, tmp_path / "rules.yaml")
+    hot = {"hostname": "n1", "gpu": "0", "UUID": "GPU-0"}
+    cool = {"hostname": "n1", "gpu": "1", "UUID": "GPU-1"}
+
+    def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+        return {"series": name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "values": values}
+
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                # 30 s of every minute power-throttled (50%), 1 s a minute (under 2%) on the other GPU
+                series("DCGM_FI_DEV_POWER_VIOLATION", hot, "0+30000000000x40"),
+                series("DCGM_FI_DEV_POWER_VIOLATION", cool, "0+1000000000x40"),
+                series("DCGM_FI_DEV_THERMAL_VIOLATION", hot, "0x40"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpuPowerThrottling", "exp_alerts": []},
+                {"eval_time": "30m", "alertname": "GpuPowerThrottling",
+                 "exp_alerts": [_expected(rule, "GpuPowerThrottling", hot)]},
+                {"eval_time": "30m", "alertname": "GpuThermalThrottling", "exp_alerts": []},
+            ],
+        }],
+    }
+    (tmp_path / "throttle_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = subprocess.run([PROMTOOL, "test", "rules", "throttle_test.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
