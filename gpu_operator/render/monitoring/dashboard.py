@@ -1,7 +1,8 @@
 """The GPU fleet's Grafana dashboard, built with Grafana's own SDK (`grafana-foundation-sdk`), and its ConfigMap.
 
 Rows go from the fleet to one pod: fleet overview, nodes, GPUs, namespaces and pods (allocated against used),
-memory, power, temperature, XID errors, MIG instances and the node-status signals. Every query reads
+memory, power, temperature, XID errors, MIG instances, the node-status signals (with our node status exporter also
+the MIG and driver upgrade states), and the RDMA devices of InfiniBand nodes. Every query reads
 `${datasource}`, a Prometheus datasource variable, so the dashboard works on any Grafana; `$node` narrows the
 per-GPU rows. As with the alerts, a panel whose metrics the configured exporters do not emit is left out.
 The ConfigMap carries `grafana_dashboard: "1"`, the label Grafana's dashboard sidecar (kube-prometheus-stack's
@@ -123,6 +124,14 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel("Node status", "GPUs advertised by the device plugin", "timeseries", "short",
           (("gpu_operator_node_device_plugin_devices_total", "{{instance}}"),)),
+    # From our node status exporter, which reads them off the Node.
+    Panel("Node status", "MIG reconfiguration state", "state", "short",
+          (("gpu_operator_node_mig_config_state == 1", "{{node}} {{state}}"),)),
+    Panel("Node status", "Driver upgrade state", "state", "short",
+          (("gpu_operator_node_driver_upgrade_state == 1", "{{node}} {{state}}"),)),
+    Panel("RDMA", "RDMA devices advertised on InfiniBand nodes", "timeseries", "short",
+          (("gpu_operator_node_rdma_devices_total and on(node) gpu_operator_node_infiniband_present == 1",
+            "{{node}}"),), 24),
 )
 
 _BUILDERS = {"stat": stat.Panel, "timeseries": timeseries.Panel, "state": statetimeline.Panel}

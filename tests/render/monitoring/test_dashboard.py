@@ -119,3 +119,17 @@ def test_the_configmap_is_labelled_for_the_grafana_sidecar() -> None:
 )
 def test_which_monitoring_objects_a_config_gets(document: dict[str, Any], kinds: list[str]) -> None:
     assert [obj["kind"] for obj in monitoring_objects(parse_config(document))] == kinds
+
+
+def test_our_node_status_exporter_adds_the_state_and_rdma_panels() -> None:
+    from tests.support.agents import with_agents
+
+    ours = {panel["title"] for panel in _panels(_dashboard(with_agents(FULL)))}
+    nvidias = {panel["title"] for panel in _panels(_dashboard())}
+    added = {"MIG reconfiguration state", "Driver upgrade state", "RDMA devices advertised on InfiniBand nodes"}
+    assert added <= ours and not added & nvidias
+    assert "RDMA" in ours  # its row
+    board = _dashboard(with_agents(FULL))
+    ids = [panel["id"] for panel in _panels(board)]
+    assert len(ids) == len(set(ids))
+    Dashboard.from_json(json.loads(json.dumps(board)))
