@@ -22,9 +22,8 @@ The pool's own `labels` come first; none of them may be one of these (the config
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import dra_node_pools
@@ -36,25 +35,19 @@ from gpu_operator.config.node_metadata import (
     MIG_CONFIG_LABEL,
     WORKLOAD_CONFIG_LABEL,
 )
-from gpu_operator.config.pools import GpuPool, Workload
+from gpu_operator.config.pools import GpuPool
+from gpu_operator.labels import (
+    CLIENT,
+    GPU_PCI_LABELS,
+    MIG_CAPABLE_LABEL,
+    WORKLOAD_OPERANDS,
+    LabellingPolicy,
+    apply_changes,
+    label_changes,
+)
 from gpu_operator.render.workload_facts import deploy_node_labels
 
 __all__ = ["WORKLOAD_OPERANDS", "CLIENT", "rendered_deploy_operands", "pool_mig_config", "pool_node_labels", "pool_taints"]
-
-#: The operands (deploy-label suffixes) NVIDIA's labeller enables per workload config.
-WORKLOAD_OPERANDS: Mapping[Workload, tuple[str, ...]] = MappingProxyType({
-    "container": (
-        "driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
-        "node-status-exporter", "operator-validator",
-    ),
-    "vm-passthrough": (
-        "sandbox-device-plugin", "kata-sandbox-device-plugin", "sandbox-validator", "vfio-manager", "cc-manager",
-    ),
-    "vm-vgpu": ("sandbox-device-plugin", "vgpu-manager", "vgpu-device-manager", "sandbox-validator", "cc-manager"),
-})
-#: Set on every GPU node whatever its workload (third-party GPU clients select it).
-CLIENT = "client"
-_MIG_MANAGER = "mig-manager"
 
 
 def rendered_deploy_operands(objects: Iterable[dict[str, Any]]) -> frozenset[str]:
@@ -63,32 +56,49 @@ def rendered_deploy_operands(objects: Iterable[dict[str, Any]]) -> frozenset[str
     return frozenset(key.removeprefix(DEPLOY_LABEL_PREFIX) for key in labels if key.startswith(DEPLOY_LABEL_PREFIX))
 
 
-def _deploy_operands(pool: GpuPool, rendered: frozenset[str]) -> list[str]:
+def labelling_policy(config: GpuStackConfig, rendered: frozenset[str]) -> LabellingPolicy:
+    """The node-labelling policy of a config whose render has DaemonSets for the `rendered` operands."""
+    sandbox, manager = config.operator.sandbox_workloads, config.operator.mig_manager
+    return LabellingPolicy(rendered, sandbox.enabled, sandbox.default_workload, manager.enabled,
+                           manager.config.default or "")
+
+
+def _observed(pool: GpuPool, config: GpuStackConfig) -> dict[str, str]:
+    """What a node of the pool shows before anyone labels it for NVIDIA: NFD's PCI label, GFD's MIG capability
+    (known from the pool's GPU), the workload config and the MIG layout the pool asks for."""
+    labels = {GPU_PCI_LABELS[0]: "true"}
     hardware = pool.hardware
-    wanted = list(WORKLOAD_OPERANDS[pool.workload])
-    if pool.workload == "container" and hardware is not None and hardware.gpu.mig_capable:
-        wanted.append(_MIG_MANAGER)
-    return [operand for operand in wanted if operand in rendered] + [CLIENT]
+    if hardware is not None:
+        labels[MIG_CAPABLE_LABEL] = "true" if hardware.gpu.mig_capable else "false"
+    if config.operator.sandbox_workloads.enabled:
+        labels[WORKLOAD_CONFIG_LABEL] = pool.workload
+    if pool.mig_config and config.operator.mig_manager.enabled:
+        labels[MIG_CONFIG_LABEL] = pool.mig_config
+    return labels
+
+
+def _labelled(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[str]) -> dict[str, str]:
+    observed = _observed(pool, config)
+    return apply_changes(observed, label_changes(observed, labelling_policy(config, rendered)))
 
 
 def pool_mig_config(pool: GpuPool, config: GpuStackConfig) -> str | None:
     """The MIG layout the pool's nodes start with (None where no MIG manager runs)."""
-    hardware, manager = pool.hardware, config.operator.mig_manager
-    if pool.workload != "container" or hardware is None or not hardware.gpu.mig_capable or not manager.enabled:
-        return None
-    return pool.mig_config or manager.config.default or None
+    rendered = frozenset({"mig-manager"}) if config.operator.mig_manager.enabled else frozenset()
+    return _labelled(pool, config, rendered).get(MIG_CONFIG_LABEL)
 
 
 def pool_node_labels(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[str]) -> dict[str, str]:
-    """Every label the pool's nodes carry from creation (`rendered`: see :func:`rendered_deploy_operands`)."""
+    """Every label the pool's nodes carry from creation (`rendered`: see :func:`rendered_deploy_operands`):
+    NVIDIA's, from the same labelling function the controller applies to live nodes, then the pool's own."""
+    labelled = _labelled(pool, config, rendered)
     labels = dict(pool.labels)
-    labels[GPU_PRESENT_LABEL] = "true"
-    labels.update({f"{DEPLOY_LABEL_PREFIX}{operand}": "true" for operand in _deploy_operands(pool, rendered)})
+    labels.update({key: value for key, value in labelled.items()
+                   if key == GPU_PRESENT_LABEL or key.startswith(DEPLOY_LABEL_PREFIX)})
     if config.operator.sandbox_workloads.enabled:
         labels[WORKLOAD_CONFIG_LABEL] = pool.workload
-    mig_config = pool_mig_config(pool, config)
-    if mig_config is not None:
-        labels[MIG_CONFIG_LABEL] = mig_config
+    if MIG_CONFIG_LABEL in labelled:
+        labels[MIG_CONFIG_LABEL] = labelled[MIG_CONFIG_LABEL]
     if pool.device_plugin_config is not None:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
     if pool.gpu_allocation == "dra":

@@ -1,0 +1,108 @@
+"""Node labelling (reference/gpu-operator.md §6): every workload config, pause value and switch, as a table."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_operator.labels import (
+    LabellingPolicy,
+    WORKLOAD_OPERANDS,
+    apply_changes,
+    desired_operands,
+    label_changes,
+)
+
+ALL = frozenset({*(op for ops in WORKLOAD_OPERANDS.values() for op in ops), "mig-manager"})
+POLICY = LabellingPolicy(ALL, mig_manager_enabled=True, mig_default_config="all-disabled")
+SANDBOX = LabellingPolicy(ALL, sandbox_enabled=True, default_workload="container", mig_manager_enabled=True,
+                          mig_default_config="all-disabled")
+NFD = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+D = "nvidia.com/gpu.deploy."
+CONTAINER = {f"{D}{op}": "true" for op in (*WORKLOAD_OPERANDS["container"], "client")}
+
+
+def _after(labels: dict[str, str], policy: LabellingPolicy = POLICY) -> dict[str, str]:
+    return apply_changes(labels, label_changes(labels, policy))
+
+
+@pytest.mark.parametrize(("labels", "policy", "operands"), [
+    (NFD, POLICY, (*WORKLOAD_OPERANDS["container"], "client")),
+    ({"feature.node.kubernetes.io/pci-0302_10de.present": "true"}, POLICY, (*WORKLOAD_OPERANDS["container"], "client")),
+    ({"feature.node.kubernetes.io/pci-0300_10de.present": "true"}, POLICY, (*WORKLOAD_OPERANDS["container"], "client")),
+    ({**NFD, "nvidia.com/mig.capable": "true"}, POLICY, (*WORKLOAD_OPERANDS["container"], "mig-manager", "client")),
+    ({**NFD, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, POLICY,
+     (*WORKLOAD_OPERANDS["container"], "mig-manager", "client")),  # no GFD label yet: the product name says
+    ({**NFD, "nvidia.com/gpu.product": "NVIDIA-A100", "nvidia.com/vgpu.host-driver-version": "550"}, POLICY,
+     (*WORKLOAD_OPERANDS["container"], "client")),  # never on a vGPU host
+    ({**NFD, "nvidia.com/gpu.workload.config": "vm-passthrough"}, POLICY,
+     (*WORKLOAD_OPERANDS["container"], "client")),  # sandbox off: every node is container
+    ({**NFD, "nvidia.com/gpu.workload.config": "vm-passthrough"}, SANDBOX,
+     (*WORKLOAD_OPERANDS["vm-passthrough"], "client")),
+    ({**NFD, "nvidia.com/gpu.workload.config": "vm-vgpu"}, SANDBOX, (*WORKLOAD_OPERANDS["vm-vgpu"], "client")),
+    ({**NFD, "nvidia.com/gpu.workload.config": "bogus"}, SANDBOX, (*WORKLOAD_OPERANDS["container"], "client")),
+    ({**NFD}, LabellingPolicy(ALL, sandbox_enabled=True, default_workload="vm-vgpu"),
+     (*WORKLOAD_OPERANDS["vm-vgpu"], "client")),
+    ({**NFD, f"{D}operands": "false"}, POLICY, ()),
+    ({"feature.node.kubernetes.io/pci-10de.present": "false"}, POLICY, ()),
+    ({}, POLICY, ()),
+    (NFD, LabellingPolicy(frozenset({"driver", "device-plugin"})), ("driver", "device-plugin", "client")),
+])
+def test_desired_operands(labels: dict[str, str], policy: LabellingPolicy, operands: tuple[str, ...]) -> None:
+    assert desired_operands(labels, policy) == operands
+
+
+@pytest.mark.parametrize("pause", [
+    "paused-for-mig-change", "paused-for-driver-upgrade", "true_paused-for-driver-upgrade", "pre-installed", "false",
+])
+def test_a_non_empty_value_is_kept(pause: str) -> None:
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}device-plugin": pause}
+    assert f"{D}device-plugin" not in label_changes(labels, POLICY)
+    assert _after(labels)[f"{D}device-plugin"] == pause
+
+
+def test_an_empty_value_counts_as_absent() -> None:
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}dcgm": ""}
+    assert label_changes(labels, POLICY) == {f"{D}dcgm": "true"}
+
+
+def test_a_new_gpu_node_gets_presence_deploy_labels_and_a_mig_layout() -> None:
+    labels = {**NFD, "nvidia.com/mig.capable": "true"}
+    after = _after(labels)
+    assert after["nvidia.com/gpu.present"] == "true"
+    assert after[f"{D}mig-manager"] == "true" and after[f"{D}client"] == "true"
+    assert after["nvidia.com/mig.config"] == "all-disabled"
+    assert label_changes(after, POLICY) == {}  # idempotent: a second pass writes nothing
+
+
+def test_an_existing_mig_layout_is_never_overwritten() -> None:
+    labels = {**NFD, "nvidia.com/mig.capable": "true", "nvidia.com/mig.config": "all-1g.10gb"}
+    assert _after(labels)["nvidia.com/mig.config"] == "all-1g.10gb"
+
+
+def test_no_mig_seed_without_the_mig_manager() -> None:
+    policy = LabellingPolicy(ALL, mig_manager_enabled=False, mig_default_config="all-disabled")
+    assert "nvidia.com/mig.config" not in _after({**NFD, "nvidia.com/mig.capable": "true"}, policy)
+
+
+def test_operands_false_removes_every_deploy_label_but_the_switch() -> None:
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}operands": "false"}
+    changes = label_changes(labels, POLICY)
+    assert changes == {key: None for key in CONTAINER}
+    assert _after(labels) == {**NFD, "nvidia.com/gpu.present": "true", f"{D}operands": "false"}
+
+
+def test_a_node_whose_gpu_went_away_reads_false_and_loses_its_deploy_labels() -> None:
+    labels = {"nvidia.com/gpu.present": "true", **CONTAINER, "team": "ml"}
+    after = _after(labels)
+    assert after == {"nvidia.com/gpu.present": "false", "team": "ml"}
+
+
+def test_labels_outside_the_workload_are_removed_when_the_workload_changes() -> None:
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, "nvidia.com/gpu.workload.config": "vm-vgpu"}
+    after = _after(labels, SANDBOX)
+    deploy = {key for key in after if key.startswith(D)}
+    assert deploy == {f"{D}{op}" for op in (*WORKLOAD_OPERANDS["vm-vgpu"], "client")}
+
+
+def test_a_cpu_node_is_left_alone() -> None:
+    assert label_changes({"kubernetes.io/os": "linux"}, POLICY) == {}
