@@ -1,0 +1,241 @@
+"""NVIDIA's driver upgrade state machine, as a pure function from what the API shows to what to do next.
+
+The driver DaemonSet is `OnDelete`: a new driver reaches a node only when its driver pod is deleted. The upgrade
+controller walks each node whose driver pod is out of date through the states NVIDIA's controller writes to the
+`nvidia.com/gpu-driver-upgrade-state` label (reference/gpu-operator.md §9.1):
+
+    upgrade-required → cordon-required → wait-for-jobs-required → pod-deletion-required → drain-required
+    → pod-restart-required → validation-required → uncordon-required → upgrade-done   (or upgrade-failed)
+
+* A node enters `cordon-required` only while fewer than `maxParallelUpgrades` nodes are in progress (0: no limit)
+  and the cordon keeps the unschedulable nodes within `maxUnavailable` (a count, or a percentage of the managed
+  nodes, rounded up). Its schedulability before the cordon is recorded in an annotation and restored at the end.
+* With the driver config digest unchanged (only a label of the DaemonSet changed), a cordoned node goes straight
+  to `pod-restart-required`: no waiting for jobs, no pod deletion, no drain.
+* `wait-for-jobs-required` waits for the pods of `waitForCompletion.podSelector` on the node (up to its timeout; 0:
+  forever); `pod-deletion-required` deletes the GPU pods; `drain-required` drains (when enabled); an eviction a
+  PodDisruptionBudget refuses fails the node (`upgrade-failed`, with the reason). `validation-required` waits for
+  the node's validator to be Ready, up to `validationTimeoutSeconds`.
+* `nvidia.com/gpu-driver-upgrade.skip=true` leaves a node alone. A failed node keeps its cordon and state until
+  someone sets `upgrade-required` again: it never flips to `upgrade-done` by itself.
+
+Everything the planner needs is on the nodes (labels, annotations, schedulability) and their pods, so a controller
+that restarts re-plans from the API and resumes; and every action is planned only if it does not already hold
+(no cordon of a cordoned node, no deletion of a pod already gone), so a step interrupted before its state label
+was written is not repeated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["IN_PROGRESS", "STATE_LABEL", "Action", "ActionKind", "NodeObservation", "State", "UpgradePolicy", "plan"]
+
+STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+INITIAL_STATE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
+WAIT_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
+VALIDATION_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-validation-start-time"
+FAILURE_ANNOTATION = "nvidia.com/gpu-driver-upgrade-failure-reason"
+
+
+class State(str, Enum):
+    UNKNOWN = ""
+    REQUIRED = "upgrade-required"
+    CORDON = "cordon-required"
+    WAIT_FOR_JOBS = "wait-for-jobs-required"
+    POD_DELETION = "pod-deletion-required"
+    DRAIN = "drain-required"
+    POD_RESTART = "pod-restart-required"
+    VALIDATION = "validation-required"
+    UNCORDON = "uncordon-required"
+    DONE = "upgrade-done"
+    FAILED = "upgrade-failed"
+
+
+#: The states between admission and the end: what maxParallelUpgrades counts.
+IN_PROGRESS = frozenset({State.CORDON, State.WAIT_FOR_JOBS, State.POD_DELETION, State.DRAIN, State.POD_RESTART,
+                         State.VALIDATION, State.UNCORDON})
+
+
+class ActionKind(str, Enum):
+    SET_STATE = "set-state"
+    CORDON = "cordon"
+    UNCORDON = "uncordon"
+    ANNOTATE = "annotate"          # value: "key=value", or "key=" to remove
+    DELETE_GPU_PODS = "delete-gpu-pods"
+    DRAIN = "drain"
+    DELETE_DRIVER_POD = "delete-driver-pod"
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    node: str
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class UpgradePolicy:
+    """`driver.upgradePolicy` as the controller applies it."""
+
+    auto_upgrade: bool = True
+    max_parallel_upgrades: int = 1
+    max_unavailable: int | str = "25%"
+    wait_for_jobs: bool = False
+    wait_timeout_seconds: int = 0
+    drain: bool = False
+    validation_timeout_seconds: int = 600
+
+    def unavailable_budget(self, managed_nodes: int) -> int:
+        """maxUnavailable as a node count (a percentage of the managed nodes, rounded up)."""
+        value = self.max_unavailable
+        if isinstance(value, str) and value.endswith("%"):
+            return math.ceil(managed_nodes * int(value[:-1]) / 100)
+        return int(value)
+
+
+@dataclass(frozen=True)
+class NodeObservation:
+    """One GPU node as the API shows it, reduced to what the planner reads."""
+
+    name: str
+    state: State = State.UNKNOWN
+    unschedulable: bool = False
+    initial_unschedulable: bool | None = None
+    """The recorded schedulability before the upgrade's cordon (None: not recorded)."""
+    skip: bool = False
+    driver_pod_present: bool = True
+    driver_pod_outdated: bool = False
+    """The driver pod's revision differs from the DaemonSet's (the DaemonSet has a newer driver)."""
+    config_digest_changed: bool = True
+    """The running pod's DRIVER_CONFIG_DIGEST differs from the template's (False: restart-only fast path)."""
+    gpu_pods: int = 0
+    jobs_running: int = 0
+    eviction_blocked: bool = False
+    """A PodDisruptionBudget refused an eviction of one of the node's pods."""
+    validator_ready: bool = False
+    wait_started_at: float | None = None
+    validation_started_at: float | None = None
+
+
+def _set(node: str, state: State) -> Action:
+    return Action(ActionKind.SET_STATE, node, state.value)
+
+
+def _annotate(node: str, key: str, value: str = "") -> Action:
+    return Action(ActionKind.ANNOTATE, node, f"{key}={value}")
+
+
+def _fail(node: NodeObservation, reason: str) -> list[Action]:
+    return [_annotate(node.name, FAILURE_ANNOTATION, reason), _set(node.name, State.FAILED)]
+
+
+def _step(node: NodeObservation, policy: UpgradePolicy, now: float) -> list[Action]:
+    """The actions of one admitted (in-progress) node."""
+    name = node.name
+    if node.state is State.CORDON:
+        actions = [] if node.unschedulable else [Action(ActionKind.CORDON, name)]
+        nxt = State.WAIT_FOR_JOBS if node.config_digest_changed else State.POD_RESTART
+        return [*actions, _set(name, nxt)]
+    if node.state is State.WAIT_FOR_JOBS:
+        if not policy.wait_for_jobs or node.jobs_running == 0:
+            return [_set(name, State.POD_DELETION)]
+        if node.wait_started_at is None:
+            return [_annotate(name, WAIT_START_ANNOTATION, str(int(now)))]
+        if policy.wait_timeout_seconds and now - node.wait_started_at >= policy.wait_timeout_seconds:
+            return [_set(name, State.POD_DELETION)]
+        return []
+    if node.state is State.POD_DELETION:
+        if node.eviction_blocked:
+            return _fail(node, "a PodDisruptionBudget refused the eviction of a GPU pod")
+        if node.gpu_pods:
+            return [Action(ActionKind.DELETE_GPU_PODS, name)]
+        return [_set(name, State.DRAIN if policy.drain else State.POD_RESTART)]
+    if node.state is State.DRAIN:
+        if node.eviction_blocked:
+            return _fail(node, "a PodDisruptionBudget refused an eviction of the drain")
+        if node.gpu_pods:
+            return [Action(ActionKind.DRAIN, name)]
+        return [_set(name, State.POD_RESTART)]
+    if node.state is State.POD_RESTART:
+        if node.driver_pod_present and node.driver_pod_outdated:
+            return [Action(ActionKind.DELETE_DRIVER_POD, name)]
+        if not node.driver_pod_present:
+            return []  # the DaemonSet is creating the new pod
+        return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now))), _set(name, State.VALIDATION)]
+    if node.state is State.VALIDATION:
+        if node.validator_ready:
+            return [_set(name, State.UNCORDON)]
+        if node.validation_started_at is None:  # lost in a crash before the state was written: start the clock
+            return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now)))]
+        if policy.validation_timeout_seconds and now - node.validation_started_at >= policy.validation_timeout_seconds:
+            return _fail(node, f"the validator was not Ready within {policy.validation_timeout_seconds} s")
+        return []
+    if node.state is State.UNCORDON:
+        # The recorded schedulability is removed only once the node is done (see _entry): a crash between the
+        # two must not lose it, or a node cordoned by someone else would be uncordoned on the retry.
+        keep_cordoned = node.initial_unschedulable is True
+        actions = [] if keep_cordoned or not node.unschedulable else [Action(ActionKind.UNCORDON, name)]
+        return [*actions, _set(name, State.DONE)]
+    return []
+
+
+def _bookkeeping(node: NodeObservation) -> list[Action]:
+    """The annotations of a finished upgrade, removed once the node is done."""
+    kept = ((INITIAL_STATE_ANNOTATION, node.initial_unschedulable is not None),
+            (WAIT_START_ANNOTATION, node.wait_started_at is not None),
+            (VALIDATION_START_ANNOTATION, node.validation_started_at is not None))
+    return [_annotate(node.name, key) for key, present in kept if present]
+
+
+def _entry(node: NodeObservation) -> list[Action]:
+    """A node not in progress: does it need an upgrade (or is it done)?"""
+    if node.state is State.FAILED or node.state in IN_PROGRESS or node.state is State.REQUIRED:
+        return []
+    if node.driver_pod_present and node.driver_pod_outdated:
+        return [_set(node.name, State.REQUIRED)]
+    if node.state is State.UNKNOWN and node.driver_pod_present:
+        return [_set(node.name, State.DONE)]
+    if node.state is State.DONE:
+        return _bookkeeping(node)
+    return []
+
+
+def plan(nodes: Sequence[NodeObservation], policy: UpgradePolicy, now: float) -> list[Action]:
+    """Every action for this round: entries, the steps of nodes in progress, then admissions within the limits."""
+    if not policy.auto_upgrade:
+        return []
+    managed = [node for node in nodes if not node.skip]
+    actions: list[Action] = []
+    for node in managed:
+        actions += _entry(node)
+        if node.state in IN_PROGRESS:
+            actions += _step(node, policy, now)
+    actions += _admissions(managed, policy)
+    return actions
+
+
+def _admissions(nodes: Iterable[NodeObservation], policy: UpgradePolicy) -> list[Action]:
+    nodes = list(nodes)
+    in_progress = sum(node.state in IN_PROGRESS for node in nodes)
+    unavailable = sum(node.unschedulable or node.state in IN_PROGRESS for node in nodes)
+    budget = policy.unavailable_budget(len(nodes))
+    actions: list[Action] = []
+    for node in sorted((n for n in nodes if n.state is State.REQUIRED), key=lambda n: n.name):
+        if policy.max_parallel_upgrades and in_progress >= policy.max_parallel_upgrades:
+            break
+        adds_unavailable = not node.unschedulable
+        if adds_unavailable and unavailable >= budget:
+            break
+        actions += [_annotate(node.name, INITIAL_STATE_ANNOTATION, str(node.unschedulable).lower()),
+                    *[_annotate(node.name, key) for key, at in ((WAIT_START_ANNOTATION, node.wait_started_at),
+                                                                (VALIDATION_START_ANNOTATION,
+                                                                 node.validation_started_at)) if at is not None],
+                    _set(node.name, State.CORDON)]
+        in_progress += 1
+        unavailable += adds_unavailable
+    return actions
