@@ -19,12 +19,12 @@ stack decides:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
+from gpu_operator.render.helm_values import merge_values
 
 __all__ = ["DraChart", "dra_chart", "chart_values", "driver_root"]
 
@@ -51,16 +51,6 @@ def driver_root(config: GpuStackConfig) -> str:
     return config.operator.host_paths.driver_install_dir if config.operator.driver.enabled else "/"
 
 
-def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     """The chart's values for this config."""
     dra = config.dra
@@ -83,7 +73,7 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     }
     if dra.gpus:
         values["gpuResourcesEnabledOverride"] = True
-    return _merge(values, dra.values)
+    return merge_values(values, dra.values)
 
 
 def dra_chart(config: GpuStackConfig) -> DraChart:

@@ -16,13 +16,13 @@ privileged host-network pods.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.effective import pool_tolerations
 from gpu_operator.render.k8s import Object, metadata
+from gpu_operator.render.helm_values import merge_values
 
 __all__ = ["CHART_NAME", "CHART_REPOSITORY", "NetworkChart", "network_chart", "network_namespace"]
 
@@ -59,16 +59,6 @@ def _with(defaults: tuple[Object, ...], extra: list[Object]) -> list[Object]:
     return merged
 
 
-def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     """The chart's values for this config."""
     taints = [t.model_dump(by_alias=True, exclude_none=True) for t in pool_tolerations(config.pools)]
@@ -77,7 +67,7 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
         "node-feature-discovery": {"worker": {"tolerations": _with(_NFD_WORKER_TOLERATIONS, taints)}},
         "operator": {"tolerations": _with(_OPERATOR_TOLERATIONS, taints)},
     }
-    return _merge(values, config.network.values)
+    return merge_values(values, config.network.values)
 
 
 def network_chart(config: GpuStackConfig) -> NetworkChart:
