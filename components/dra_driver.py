@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
-from gpu_operator.components.kubernetes_objects import register_object
+from gpu_operator.components.kubernetes_objects import register_chart, register_object
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.config.dra import dra_node_pools
 from gpu_operator.dra.driver import DEVICE_CLASSES
@@ -68,14 +68,7 @@ class DraDriver(pulumi.ComponentResource):
 
         self.namespace = register_object(name, rendered.namespace, options())
         spec = rendered.chart
-        self.chart = k8s.helm.v4.Chart(
-            f"{name}-chart",
-            chart=spec.chart,
-            version=spec.version,
-            namespace=spec.namespace,
-            values=spec.values,
-            opts=options(self.namespace),
-        )
+        self.chart = register_chart(name, spec, options(self.namespace))
         self.claim_templates = [register_object(name, obj, options(self.chart)) for obj in rendered.claim_templates]
         classes = [cls for cls, on in (("gpus", config.dra.gpus), ("computeDomains", config.dra.compute_domains))
                    if on]

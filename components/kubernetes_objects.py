@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-__all__ = ["register_object", "resource_class", "logical_name"]
+from gpu_operator.render.helm_chart import HelmChart
+
+__all__ = ["register_chart", "register_object", "resource_class", "logical_name"]
 
 ResourceClass = Callable[..., pulumi.CustomResource]
 
@@ -71,3 +73,17 @@ def register_object(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOp
             name, api_version=obj["apiVersion"], kind=obj["kind"], opts=opts, **fields
         )
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+
+
+def register_chart(prefix: str, spec: HelmChart, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
+    """The rendered chart as a `helm.v4.Chart` (each of its objects its own Pulumi resource), `<prefix>-chart`."""
+    repository = k8s.helm.v4.RepositoryOptsArgs(repo=spec.repository) if spec.repository else None
+    return k8s.helm.v4.Chart(
+        f"{prefix}-chart",
+        chart=spec.chart,
+        version=spec.version,
+        namespace=spec.namespace,
+        repository_opts=repository,
+        values=spec.values,
+        opts=opts,
+    )

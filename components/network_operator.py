@@ -31,7 +31,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
-from gpu_operator.components.kubernetes_objects import register_object
+from gpu_operator.components.kubernetes_objects import register_chart, register_object
 from gpu_operator.components.mofed_readiness import MofedReadiness
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.network import render_network
@@ -97,15 +97,7 @@ class NetworkOperator(pulumi.ComponentResource):
 
         self.namespace = register_object(name, rendered.namespace, options())
         spec = rendered.chart
-        self.chart = k8s.helm.v4.Chart(
-            f"{name}-chart",
-            chart=spec.chart,
-            version=spec.version,
-            namespace=spec.namespace,
-            repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=spec.repository),
-            values=spec.values,
-            opts=options(self.namespace),
-        )
+        self.chart = register_chart(name, spec, options(self.namespace))
         self.node_feature_rule = register_object(name, rendered.node_feature_rule, options(self.chart))
         policy = rendered.nic_cluster_policy
         self.nic_cluster_policy = register_object(name, policy, options(self.node_feature_rule))

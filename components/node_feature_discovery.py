@@ -13,7 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
-from gpu_operator.render.nfd import NfdChart
+from gpu_operator.components.kubernetes_objects import register_chart
+from gpu_operator.render.helm_chart import HelmChart
 
 __all__ = ["NodeFeatureDiscovery", "NodeFeatureDiscoveryArgs", "TOKEN"]
 
@@ -23,7 +24,7 @@ TOKEN = "gpu-operator:index:NodeFeatureDiscovery"
 class NodeFeatureDiscoveryArgs(TypedDict):
     """Inputs of a NodeFeatureDiscovery."""
 
-    chart: NfdChart
+    chart: HelmChart
     """Chart reference, version, namespace and values."""
     provider: k8s.Provider
     """The Kubernetes provider of the target cluster."""
@@ -41,14 +42,6 @@ class NodeFeatureDiscovery(pulumi.ComponentResource):
                             "a pulumi_kubernetes.Provider for the target cluster")
         super().__init__(TOKEN, name, {}, opts)
         spec = args["chart"]
-        self.chart = k8s.helm.v4.Chart(
-            f"{name}-chart",
-            chart=spec.chart,
-            version=spec.version,
-            namespace=spec.namespace,
-            values=spec.values,
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=provider, deleted_with=opts.deleted_with if opts is not None else None
-            ),
-        )
+        self.chart = register_chart(name, spec, pulumi.ResourceOptions(
+            parent=self, provider=provider, deleted_with=opts.deleted_with if opts is not None else None))
         self.register_outputs({"version": spec.version})

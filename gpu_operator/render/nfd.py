@@ -15,13 +15,13 @@ as NVIDIA's chart labels them (`nvidia.com/gdrcopy.capable`, `nvidia.com/gds.cap
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.render.k8s import Object, metadata
+from gpu_operator.render.helm_chart import HelmChart
 
-__all__ = ["NfdChart", "nfd_chart", "node_feature_rules", "KERNEL_MODULE_LABELS", "RULE_NAME"]
+__all__ = ["nfd_chart", "node_feature_rules", "KERNEL_MODULE_LABELS", "RULE_NAME"]
 
 CHART_REPOSITORY = "oci://registry.k8s.io/nfd/charts"
 CHART_NAME = "node-feature-discovery"
@@ -35,14 +35,6 @@ KERNEL_MODULE_LABELS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class NfdChart:
-    """The Helm chart to install: where it lives, which version, and its values."""
-
-    chart: str
-    version: str
-    namespace: str
-    values: dict[str, Any]
 
 
 def _worker_tolerates_the_operands_taints(values: dict[str, Any], config: GpuStackConfig) -> dict[str, Any]:
@@ -55,11 +47,11 @@ def _worker_tolerates_the_operands_taints(values: dict[str, Any], config: GpuSta
     return values
 
 
-def nfd_chart(config: GpuStackConfig) -> NfdChart | None:
+def nfd_chart(config: GpuStackConfig) -> HelmChart | None:
     """The NFD chart to install, or None when `nfd.enabled` is false."""
     if not config.nfd.enabled:
         return None
-    return NfdChart(
+    return HelmChart(
         chart=f"{CHART_REPOSITORY}/{CHART_NAME}",
         version=config.nfd.chart_version,
         namespace=config.namespace,

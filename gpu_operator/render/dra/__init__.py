@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import dra_wanted
-from gpu_operator.render.dra.chart import DraChart, chart_values, dra_chart, driver_root
+from gpu_operator.render.dra.chart import chart_values, dra_chart, driver_root
+from gpu_operator.render.helm_chart import HelmChart
 from gpu_operator.render.dra.objects import claim_templates, device_classes, dra_namespace
 from gpu_operator.render.k8s import Object
 
 __all__ = [
-    "DraChart",
     "RenderedDra",
     "chart_values",
     "claim_templates",
@@ -36,7 +36,7 @@ class RenderedDra:
     """What the DraDriver component registers, in order: namespace, chart, then the claim templates."""
 
     namespace: Object
-    chart: DraChart
+    chart: HelmChart
     claim_templates: list[Object]
 
 

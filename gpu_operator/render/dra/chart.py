@@ -19,28 +19,19 @@ stack decides:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
-from gpu_operator.render.helm_values import merge_values
+from gpu_operator.render.helm_chart import HelmChart, merge_values
 
-__all__ = ["DraChart", "dra_chart", "chart_values", "driver_root"]
+__all__ = ["dra_chart", "chart_values", "driver_root"]
 
 #: The chart's default kubelet-plugin toleration (values.yaml).
 _PLUGIN_TOLERATIONS: tuple[dict[str, str], ...] = ({"key": "nvidia.com/gpu", "operator": "Exists",
                                                      "effect": "NoSchedule"},)
 
 
-@dataclass(frozen=True)
-class DraChart:
-    """The Helm chart to install: reference, version, namespace and values."""
-
-    chart: str
-    version: str
-    namespace: str
-    values: dict[str, Any]
 
 
 def driver_root(config: GpuStackConfig) -> str:
@@ -76,6 +67,6 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     return merge_values(values, dra.values)
 
 
-def dra_chart(config: GpuStackConfig) -> DraChart:
-    return DraChart(chart=CHART.reference, version=CHART.version, namespace=config.dra.namespace,
+def dra_chart(config: GpuStackConfig) -> HelmChart:
+    return HelmChart(chart=CHART.reference, version=CHART.version, namespace=config.dra.namespace,
                     values=chart_values(config))

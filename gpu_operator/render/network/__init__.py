@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.network import network_wanted
 from gpu_operator.render.k8s import Object
-from gpu_operator.render.network.chart import NetworkChart, network_chart, network_namespace
+from gpu_operator.render.helm_chart import HelmChart
+from gpu_operator.render.network.chart import network_chart, network_namespace
 from gpu_operator.render.network.ipoib import ipoib_objects
 from gpu_operator.render.network.nic_cluster_policy import nic_cluster_policy
 from gpu_operator.render.network.node_feature_rule import node_feature_rule
@@ -29,7 +30,7 @@ class NetworkRender:
     """Everything the Network Operator component registers, by apply step."""
 
     namespace: Object
-    chart: NetworkChart
+    chart: HelmChart
     node_feature_rule: Object
     nic_cluster_policy: Object
     ipoib: tuple[Object, ...]

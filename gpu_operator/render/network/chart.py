@@ -16,15 +16,14 @@ privileged host-network pods.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.effective import pool_tolerations
 from gpu_operator.render.k8s import Object, metadata
-from gpu_operator.render.helm_values import merge_values
+from gpu_operator.render.helm_chart import HelmChart, merge_values
 
-__all__ = ["CHART_NAME", "CHART_REPOSITORY", "NetworkChart", "network_chart", "network_namespace"]
+__all__ = ["CHART_NAME", "CHART_REPOSITORY", "network_chart", "network_namespace"]
 
 CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
 CHART_NAME = "network-operator"
@@ -42,15 +41,6 @@ _OPERATOR_TOLERATIONS: tuple[Object, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class NetworkChart:
-    """The Helm chart to install: repository, chart name, version, namespace and values."""
-
-    repository: str
-    chart: str
-    version: str
-    namespace: str
-    values: dict[str, Any]
 
 
 def _with(defaults: tuple[Object, ...], extra: list[Object]) -> list[Object]:
@@ -70,8 +60,8 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     return merge_values(values, config.network.values)
 
 
-def network_chart(config: GpuStackConfig) -> NetworkChart:
-    return NetworkChart(
+def network_chart(config: GpuStackConfig) -> HelmChart:
+    return HelmChart(
         repository=CHART_REPOSITORY,
         chart=CHART_NAME,
         version=config.network.chart_version,

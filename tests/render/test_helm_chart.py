@@ -1,6 +1,6 @@
 """Helm's values merge: mappings merge recursively, lists and scalars are replaced, inputs untouched."""
 
-from gpu_operator.render.helm_values import merge_values
+from gpu_operator.render.helm_chart import merge_values
 
 
 def test_merge_values_layers_like_helm() -> None:
