@@ -264,3 +264,23 @@ def test_resident_memory_and_cpu_over_10000_scrapes(
         dcgm_exporter_reported_rss_mib_high=float(DCGM_EXPORTER_REPORTED_RSS_MIB[1]),
     )
     assert len(samples) == 6
+
+
+_RSS = "import re, {module}\nprint(re.search(r'VmRSS:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
+
+
+def test_exporter_import_footprint_on_a_real_node(benchmark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The resident memory of a fresh interpreter that imported the exporter: as on a real node (no simulation
+    loaded), and with the simulated NVML the runs above use; the difference is what the bench process carries
+    that a node does not."""
+
+    def rss(module: str) -> float:
+        out = subprocess.run([sys.executable, "-c", _RSS.format(module=module)], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+        return int(out) / 1024
+
+    real = benchmark.pedantic(rss, args=("gpu_operator.agents.metrics_exporter.command",), rounds=1, iterations=1)
+    simulated = rss("gpu_operator.agents.metrics_exporter.command, gpu_operator.agents.nvml.simulated")
+    report(benchmark, capsys, import_rss_real_node_mib=real, import_rss_with_simulation_mib=simulated,
+           simulation_overhead_mib=simulated - real)
+    assert real > 0

@@ -25,11 +25,6 @@ from gpu_operator.agents.nvml.interface import Nvml
 from gpu_operator.agents.nvml.library import NvmlLibrary
 from gpu_operator.agents.nvml.loader import LIBRARY_NAME, driver_roots, load_into_pynvml
 from gpu_operator.agents.nvml.pci import PciBus, SysfsPciBus
-from gpu_operator.agents.nvml.simulated import (
-    SimulatedPciBus,
-    load_profile,
-    open_simulated,
-)
 
 __all__ = [
     "NVML_ENV",
@@ -95,6 +90,9 @@ class _Attempt:
 
 
 def _attempt_simulated(reference: str) -> _Attempt:
+    # Imported here: a real node never loads the simulation (its profiles, and pydantic with them).
+    from gpu_operator.agents.nvml.simulated import SimulatedPciBus, load_profile, open_simulated
+
     profile = load_profile(reference)
     pci = SimulatedPciBus(profile)
     try:
