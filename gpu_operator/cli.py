@@ -3,6 +3,7 @@
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
+    gpu-operator check [-f CONFIG] [--output text|json]     the policies over the stack's objects (exit 3: mandatory)
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
     gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
 
@@ -85,7 +86,7 @@ def _path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,dra,diag}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,check,dra,diag}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -103,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("-f", "--file", type=_path,
                            help="config document or Pulumi stack file (default: the built-in default stack)")
     dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
+    check = commands.add_parser("check", help="run the policies over the stack's objects (exit 3 on a mandatory one)")
+    check.add_argument("-f", "--file", type=_path,
+                       help="config document or Pulumi stack file (default: the built-in default stack)")
+    check.add_argument("--output", choices=("text", "json"), default="text", help="report format (default: text)")
     add_dra_parser(commands, _path)
     add_diag_parser(commands)
     return parser
@@ -216,6 +221,31 @@ def _print_summary(
         print(format_table(POOL_HEADER, pool_summary_rows(config)), file=out)
 
 
+def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) -> list[dict[str, Any]]:
+    """Every Kubernetes object of the stack, in apply order (what `render` prints and `check` judges)."""
+    return [
+        *network_objects(config),
+        *(obj for operand in operands for obj in operand.objects),
+        *monitoring_objects(config),
+        *dra_objects(config),
+    ]
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from gpu_operator.config.loader import load_document
+    from gpu_operator.policy import EXIT_MANDATORY, Enforcement, check, format_json, format_text
+    from gpu_operator.render import render_operands
+
+    loaded = load_document(args.file)
+    for message in loaded.notes:
+        _note(message)
+    config = parse_config(loaded.document, source=loaded.source)
+    objects = _stack_objects(config, render_operands(config))
+    findings = check(objects)
+    out.write((format_json if args.output == "json" else format_text)(findings, len(objects)))
+    return EXIT_MANDATORY if any(f.policy.enforcement is Enforcement.MANDATORY for f in findings) else 0
+
+
 def _render(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.loader import load_document
     from gpu_operator.render import render_operands
@@ -225,12 +255,7 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source)
     operands = render_operands(config)
-    objects = [
-        *network_objects(config),
-        *(obj for operand in operands for obj in operand.objects),
-        *monitoring_objects(config),
-        *dra_objects(config),
-    ]
+    objects = _stack_objects(config, operands)
     charts = _charts(config)
     if args.output is not None:
         files = _output_files(config, objects, charts)
@@ -303,6 +328,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "render": _render,
     "import-values": _import_values,
     "dashboard": _dashboard,
+    "check": _check,
     "dra": run_dra,
     "diag": run_diag,
 }

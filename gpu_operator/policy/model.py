@@ -1,0 +1,57 @@
+"""A policy: a named, pure check over the rendered Kubernetes objects of a stack, with its severity and fix.
+
+Each policy sees the whole list of objects (most look at one object at a time; some, such as a ServiceMonitor
+that must select a Service, span several) and yields violations. The same table serves `gpu-operator check`
+and, in a separate environment, a Pulumi CrossGuard pack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "object_ref"]
+
+Object = Mapping[str, Any]
+
+
+class Severity(str, Enum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Enforcement(str, Enum):
+    MANDATORY = "mandatory"
+    ADVISORY = "advisory"
+    DISABLED = "disabled"
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    resource: str
+    """`Kind namespace/name` of the object at fault."""
+    message: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    description: str
+    severity: Severity
+    enforcement: Enforcement
+    remediation: str
+    check: Callable[[list[Object]], Iterator[tuple[Object, str]]]
+
+    def evaluate(self, objects: Iterable[Object]) -> list[Violation]:
+        return [Violation(self.name, object_ref(obj), message) for obj, message in self.check(list(objects))]
+
+
+def object_ref(obj: Object) -> str:
+    metadata = obj.get("metadata") or {}
+    where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{metadata.get('name')}"

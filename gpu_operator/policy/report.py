@@ -1,0 +1,57 @@
+"""`gpu-operator check`: run every policy over a config's rendered objects and report, worst first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, Violation
+from gpu_operator.policy.resources import POLICIES
+
+__all__ = ["EXIT_MANDATORY", "Finding", "check", "format_json", "format_text"]
+
+#: A mandatory policy is violated (2 stays bad input, 1 a bug).
+EXIT_MANDATORY = 3
+_ORDER = [Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW]
+
+
+@dataclass(frozen=True)
+class Finding:
+    policy: Policy
+    violation: Violation
+
+
+def check(objects: Iterable[Object], policies: Sequence[Policy] = POLICIES) -> list[Finding]:
+    objects = list(objects)
+    findings = [Finding(policy, violation) for policy in policies if policy.enforcement is not Enforcement.DISABLED
+                for violation in policy.evaluate(objects)]
+    return sorted(findings, key=lambda f: (_ORDER.index(f.policy.severity), f.policy.name, f.violation.resource))
+
+
+def format_text(findings: Sequence[Finding], checked: int) -> str:
+    if not findings:
+        return f"{checked} objects, {len(POLICIES)} policies: no violations\n"
+    lines = []
+    for severity in _ORDER:
+        group = [f for f in findings if f.policy.severity is severity]
+        if not group:
+            continue
+        lines.append(f"{severity.value.upper()} ({len(group)})")
+        for finding in group:
+            policy, violation = finding.policy, finding.violation
+            lines.append(f"  [{policy.enforcement.value}] {policy.name}: {violation.resource}: {violation.message}")
+            lines.append(f"      fix: {policy.remediation}")
+    mandatory = sum(f.policy.enforcement is Enforcement.MANDATORY for f in findings)
+    lines.append(f"{checked} objects: {len(findings)} violations, {mandatory} of mandatory policies")
+    return "\n".join(lines) + "\n"
+
+
+def format_json(findings: Sequence[Finding], checked: int) -> str:
+    return json.dumps({
+        "objects": checked,
+        "violations": [{
+            "policy": f.policy.name, "severity": f.policy.severity.value, "enforcement": f.policy.enforcement.value,
+            "resource": f.violation.resource, "message": f.violation.message, "remediation": f.policy.remediation,
+        } for f in findings],
+    }, indent=2) + "\n"

@@ -1,0 +1,53 @@
+"""`gpu-operator check`: the policies over a config's stack, a report by severity with the fix, exit 3 on mandatory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_operator.cli import main
+
+BROKEN = {
+    "operator": {
+        "dcgmExporter": {"serviceMonitor": {"enabled": True, "interval": "5s", "scrapeTimeout": "10s"}},
+        "devicePlugin": {"config": {"name": "plugin-config", "default": "shared"}},
+    },
+    "cluster": {"prometheusOperator": True},
+    "configs": {"devicePlugin": {"shared": {"version": "v1", "sharing": {"timeSlicing": {
+        "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}}},
+}
+
+
+def _write(tmp_path: Path, document: dict) -> Path:
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_a_broken_config_lists_each_violation_once_with_its_fix(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["check", "-f", str(_write(tmp_path, BROKEN))])
+    out = capsys.readouterr().out
+    assert status == 3
+    assert out.count("scrape-timeout-within-interval: ServiceMonitor gpu-operator/nvidia-dcgm-exporter") == 1
+    assert "fix: Lower serviceMonitor.scrapeTimeout or raise serviceMonitor.interval." in out
+    assert out.count("time-slicing-fails-requests-over-one: ConfigMap gpu-operator/plugin-config") == 1
+    assert out.index("MEDIUM") < out.index("LOW")
+
+
+def test_json_report_and_a_clean_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "-f", str(_write(tmp_path, BROKEN)), "--output", "json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    names = [(v["policy"], v["enforcement"]) for v in report["violations"]]
+    assert ("scrape-timeout-within-interval", "mandatory") in names
+    assert ("time-slicing-fails-requests-over-one", "advisory") in names
+    assert all(v["remediation"] for v in report["violations"])
+    assert main(["check"]) == 0  # the built-in default: advisories only
+
+
+def test_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "-f", str(tmp_path / "missing.yaml")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
