@@ -233,7 +233,7 @@ def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.loader import load_document
-    from gpu_operator.policy import EXIT_MANDATORY, Enforcement, check, format_json, format_text
+    from gpu_operator.policy import EXIT_MANDATORY, Enforcement, PolicyContext, check, format_json, format_text
     from gpu_operator.render import render_operands
 
     loaded = load_document(args.file)
@@ -241,7 +241,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source)
     objects = _stack_objects(config, render_operands(config))
-    findings = check(objects)
+    findings = check(objects, PolicyContext.from_config(config))
     out.write((format_json if args.output == "json" else format_text)(findings, len(objects)))
     return EXIT_MANDATORY if any(f.policy.enforcement is Enforcement.MANDATORY for f in findings) else 0
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from gpu_operator.policy.context import PolicyContext
+
 __all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "object_ref"]
 
 Object = Mapping[str, Any]
@@ -45,10 +47,11 @@ class Policy:
     severity: Severity
     enforcement: Enforcement
     remediation: str
-    check: Callable[[list[Object]], Iterator[tuple[Object, str]]]
+    check: Callable[[list[Object], PolicyContext], Iterator[tuple[Object, str]]]
 
-    def evaluate(self, objects: Iterable[Object]) -> list[Violation]:
-        return [Violation(self.name, object_ref(obj), message) for obj, message in self.check(list(objects))]
+    def evaluate(self, objects: Iterable[Object], context: PolicyContext | None = None) -> list[Violation]:
+        found = self.check(list(objects), context or PolicyContext())
+        return [Violation(self.name, object_ref(obj), message) for obj, message in found]
 
 
 def object_ref(obj: Object) -> str:

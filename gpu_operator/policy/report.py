@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gpu_operator.policy.catalog import POLICIES
+from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, Violation
-from gpu_operator.policy.resources import POLICIES
 
 __all__ = ["EXIT_MANDATORY", "Finding", "check", "format_json", "format_text"]
 
@@ -22,16 +23,17 @@ class Finding:
     violation: Violation
 
 
-def check(objects: Iterable[Object], policies: Sequence[Policy] = POLICIES) -> list[Finding]:
+def check(objects: Iterable[Object], context: PolicyContext | None = None,
+          policies: Sequence[Policy] | None = None) -> list[Finding]:
     objects = list(objects)
-    findings = [Finding(policy, violation) for policy in policies if policy.enforcement is not Enforcement.DISABLED
-                for violation in policy.evaluate(objects)]
+    findings = [Finding(policy, violation) for policy in (policies or POLICIES)
+                if policy.enforcement is not Enforcement.DISABLED for violation in policy.evaluate(objects, context)]
     return sorted(findings, key=lambda f: (_ORDER.index(f.policy.severity), f.policy.name, f.violation.resource))
 
 
 def format_text(findings: Sequence[Finding], checked: int) -> str:
     if not findings:
-        return f"{checked} objects, {len(POLICIES)} policies: no violations\n"
+        return f"{checked} objects: no violations\n"
     lines = []
     for severity in _ORDER:
         group = [f for f in findings if f.policy.severity is severity]

@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
+from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity
 
-__all__ = ["POLICIES", "pod_templates"]
+__all__ = ["RESOURCE_POLICIES", "containers", "pod_templates"]
 
 _Found = Iterator[tuple[Object, str]]
 _TEMPLATE_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "Job", "ReplicaSet")
@@ -30,14 +31,14 @@ def pod_templates(obj: Object) -> list[dict[str, Any]]:
     return [((r.get("template") or {}).get("spec")) or {} for group in replicas for r in group.values()]
 
 
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
 
 
-def _unpinned_images(objects: list[Object]) -> _Found:
+def _unpinned_images(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in objects:
         for pod in pod_templates(obj):
-            for container in _containers(pod):
+            for container in containers(pod):
                 image = str(container.get("image", ""))
                 name = image.rsplit("/", 1)[-1]
                 if "@" in name:
@@ -48,7 +49,7 @@ def _unpinned_images(objects: list[Object]) -> _Found:
                     yield obj, f"container {container.get('name')!r}: image {image!r} is tagged latest"
 
 
-def _selector_mismatch(objects: list[Object]) -> _Found:
+def _selector_mismatch(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
@@ -63,7 +64,7 @@ def _services(objects: list[Object]) -> list[Object]:
     return [obj for obj in objects if obj.get("kind") == "Service"]
 
 
-def _monitor_without_service(objects: list[Object]) -> _Found:
+def _monitor_without_service(objects: list[Object], _context: PolicyContext) -> _Found:
     services = _services(objects)
     for monitor in (obj for obj in objects if obj.get("kind") == "ServiceMonitor"):
         spec = monitor.get("spec") or {}
@@ -88,7 +89,7 @@ def _seconds(text: str) -> float | None:
     return h * 3600 + m * 60 + s + ms / 1000
 
 
-def _scrape_timeout(objects: list[Object]) -> _Found:
+def _scrape_timeout(objects: list[Object], _context: PolicyContext) -> _Found:
     for monitor in (obj for obj in objects if obj.get("kind") in ("ServiceMonitor", "PodMonitor")):
         spec = monitor.get("spec") or {}
         for endpoint in [*(spec.get("endpoints") or []), *(spec.get("podMetricsEndpoints") or [])]:
@@ -99,7 +100,7 @@ def _scrape_timeout(objects: list[Object]) -> _Found:
                                 f"{endpoint.get('interval')}: Prometheus refuses the scrape config")
 
 
-def _no_requests(objects: list[Object]) -> _Found:
+def _no_requests(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
@@ -119,7 +120,7 @@ def _sharing_configs(obj: Object) -> Iterator[tuple[str, dict[str, Any]]]:
             yield key, document["sharing"]
 
 
-def _time_slicing_without_guard(objects: list[Object]) -> _Found:
+def _time_slicing_without_guard(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in (o for o in objects if o.get("kind") == "ConfigMap"):
         for key, sharing in _sharing_configs(obj):
             slicing = sharing.get("timeSlicing") or {}
@@ -129,10 +130,10 @@ def _time_slicing_without_guard(objects: list[Object]) -> _Found:
                             "asking for 2 gets 2 replicas of one GPU, not 2 GPUs")
 
 
-def _rdma_without_ipc_lock(objects: list[Object]) -> _Found:
+def _rdma_without_ipc_lock(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in objects:
         for pod in pod_templates(obj):
-            for container in _containers(pod):
+            for container in containers(pod):
                 resources = container.get("resources") or {}
                 asked = {*(resources.get("limits") or {}), *(resources.get("requests") or {})}
                 if not any(name.startswith("rdma/") for name in asked):
@@ -143,7 +144,7 @@ def _rdma_without_ipc_lock(objects: list[Object]) -> _Found:
                                 "capability: registering memory fails")
 
 
-POLICIES: tuple[Policy, ...] = (
+RESOURCE_POLICIES: tuple[Policy, ...] = (
     Policy("image-pinned", "Every container image names a tag (not latest) or a digest.", Severity.HIGH,
            Enforcement.MANDATORY, "Pin the image: a version tag or @sha256 digest (operator.<section>.version).",
            _unpinned_images),

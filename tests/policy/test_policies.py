@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gpu_operator.config import load_config
-from gpu_operator.policy import POLICIES, Enforcement, check
+from gpu_operator.policy import POLICIES, Enforcement, PolicyContext, check
 from gpu_operator.render import render_operands
 from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
@@ -44,10 +44,11 @@ def _with(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     *parents, last = path.split(".")
     for part in parents:
         node = node[int(part)] if isinstance(node, list) else node[part]
+    key: Any = int(last) if isinstance(node, list) else last
     if value is None:
-        del node[last]
+        del node[key]
     else:
-        node[last] = value
+        node[key] = value
     return changed
 
 
@@ -65,30 +66,63 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "passing", "failing"), CASES, ids=[c[0] for c in CASES])
+TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+FLEET = PolicyContext(pool_taints=((TAINT,),), max_infiniband_nics=8, prometheus_selector={"release": "prom"},
+                      exporter_gpus=8)
+NS = {"apiVersion": "v1", "kind": "Namespace",
+      "metadata": {"name": "gpu-operator", "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+DRIVER = _with(_with(DS, "metadata.name", "nvidia-driver-daemonset"),
+               "spec.template.spec.containers.0.securityContext", {"privileged": True})
+GPU_POD = _with(_with(POD, "spec.containers.0.resources", {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "8"}}),
+                "spec.tolerations", [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])
+LABELLED_SM = _with(SM, "metadata.labels", {"release": "prom"})
+EXPORTER = _with(_with(DS, "metadata.name", "nvidia-dcgm-exporter"), "spec.template.spec.containers.0",
+                 {"name": "nvidia-dcgm-exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+                  "resources": {"requests": {"memory": "512Mi"}, "limits": {"memory": "1024Mi"}}})
+FLEET_CASES = [
+    ("privileged-only-gpu-operands", [DRIVER], [_with(DRIVER, "metadata.name", "my-agent")]),
+    ("privileged-only-gpu-operands", [GPU_POD],
+     [_with(GPU_POD, "spec.containers.0.securityContext", {"privileged": True, "capabilities": {"add": ["IPC_LOCK"]}})]),
+    ("psa-label-for-privileged-pods", [NS, DRIVER], [_with(NS, "metadata.labels", {}), DRIVER]),
+    ("gpu-pods-tolerate-a-gpu-pool", [GPU_POD], [_with(GPU_POD, "spec.tolerations", None)]),
+    ("rdma-within-infiniband-nics", [GPU_POD],
+     [_with(GPU_POD, "spec.containers.0.resources", {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "16"}})]),
+    ("monitors-carry-prometheus-selector", [SVC, LABELLED_SM], [SVC, SM]),
+    ("exporter-memory-fits-the-gpus", [EXPORTER],
+     [_with(EXPORTER, "spec.template.spec.containers.0.resources.limits.memory", "512Mi")]),
+]
+
+
+@pytest.mark.parametrize(("name", "passing", "failing"), CASES + FLEET_CASES, ids=[c[0] for c in CASES + FLEET_CASES])
 def test_each_policy_passes_and_fails(name: str, passing: list[dict[str, Any]], failing: list[dict[str, Any]]) -> None:
     [policy] = [p for p in POLICIES if p.name == name]
-    assert policy.evaluate(passing) == []
-    [violation] = policy.evaluate(failing)
+    assert policy.evaluate(passing, FLEET) == []
+    [violation] = policy.evaluate(failing, FLEET)
     assert violation.policy == name and violation.message
 
 
+def test_context_free_policies_are_off_without_their_context() -> None:
+    unlabelled = [SVC, SM, _with(GPU_POD, "spec.tolerations", None)]
+    assert [f.policy.name for f in check(unlabelled, PolicyContext())] == []
+
+
 def test_every_policy_has_a_case_and_says_how_to_fix_it() -> None:
-    assert {case[0] for case in CASES} == {policy.name for policy in POLICIES}
+    assert {case[0] for case in CASES + FLEET_CASES} == {policy.name for policy in POLICIES}
     assert all(policy.remediation and policy.description for policy in POLICIES)
 
 
-def _stack_objects(path: Path | None) -> list[dict[str, Any]]:
+def _stack(path: Path | None) -> tuple[list[dict[str, Any]], PolicyContext]:
     config = load_config(path)
     operands = render_operands(config)
-    return [*network_objects(config), *(o for op in operands for o in op.objects), *monitoring_objects(config)]
+    objects = [*network_objects(config), *(o for op in operands for o in op.objects), *monitoring_objects(config)]
+    return objects, PolicyContext.from_config(config)
 
 
 @pytest.mark.parametrize("path", [None, *sorted((REPO_ROOT / "examples" / "configs").glob("*.yaml")),
                                   *stack_files().values()],
                          ids=lambda p: p.name if isinstance(p, Path) else "default")
 def test_every_example_and_stack_passes_the_mandatory_policies(path: Path | None) -> None:
-    mandatory = [f for f in check(_stack_objects(path)) if f.policy.enforcement is Enforcement.MANDATORY]
+    mandatory = [f for f in check(*_stack(path)) if f.policy.enforcement is Enforcement.MANDATORY]
     assert mandatory == []
 
 
@@ -99,4 +133,5 @@ def test_the_rdma_workload_examples_pass() -> None:
     spec.loader.exec_module(module)
     config = load_config(None)
     for pytorchjob in (False, True):
-        assert check(module.workloads(config, "h100", pytorchjob=pytorchjob)) == []
+        found = check(module.workloads(config, "h100", pytorchjob=pytorchjob), PolicyContext.from_config(config))
+        assert found == []

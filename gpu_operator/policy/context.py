@@ -1,0 +1,48 @@
+"""What some policies need to know beyond the objects: the pools' taints and NICs, the Prometheus selector.
+
+Built from the config (`PolicyContext.from_config`) by `gpu-operator check`; a CrossGuard pack would take the same
+values as policy config. Empty values switch the policies that need them off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_operator.config.document import GpuStackConfig
+
+__all__ = ["PolicyContext"]
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    pool_taints: tuple[tuple[dict[str, str], ...], ...] = ()
+    """Per GPU pool, its node taints (`key`, `value`, `effect`): a GPU pod must tolerate one pool's set."""
+    max_infiniband_nics: int | None = None
+    """The most InfiniBand NICs a node of the fleet has (None: unknown, the check is off)."""
+    prometheus_selector: dict[str, str] = field(default_factory=dict)
+    """Labels the Prometheus Operator selects monitors and rules by (e.g. release: kube-prometheus)."""
+    exporter_gpus: int | None = None
+    """GPUs of the largest node, to size the metrics exporter's memory against."""
+
+    @classmethod
+    def from_config(cls, config: GpuStackConfig) -> PolicyContext:
+        from gpu_operator.render.operands.exporter_sizing import fleet_max_gpus
+
+        taints = tuple(
+            tuple({"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.node_taints)
+            for pool in config.pools
+        )
+        nics = [pool.hardware.infiniband.nics for pool in config.pools
+                if pool.hardware is not None and pool.hardware.infiniband is not None]
+        monitoring = config.monitoring
+        return cls(
+            pool_taints=taints,
+            max_infiniband_nics=max(nics) if nics else (0 if config.pools else None),
+            prometheus_selector=dict(monitoring.monitor_labels or monitoring.rule_labels),
+            exporter_gpus=fleet_max_gpus(config),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"poolTaints": [list(t) for t in self.pool_taints], "maxInfinibandNics": self.max_infiniband_nics,
+                "prometheusSelector": self.prometheus_selector, "exporterGpus": self.exporter_gpus}

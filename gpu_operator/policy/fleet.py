@@ -1,0 +1,177 @@
+"""The policies that need the fleet's context or span the stack: privilege, PSA, taints, NICs, Prometheus, memory.
+
+* Only NVIDIA's operand DaemonSets may run privileged containers (:data:`PRIVILEGED_OPERANDS`); a privileged
+  workload, or an unknown DaemonSet, is a violation.
+* A namespace that runs privileged pods says so to Pod Security Admission (`enforce: privileged`); advisory, as
+  NVIDIA's chart leaves `psa.enabled` off and AKS enforces no PSA level by default.
+* A pod asking for GPUs tolerates every taint of at least one GPU pool; one asking for `rdma/ib` asks for no more
+  than a node's InfiniBand NICs (the SR-IOV plugin advertises one per NIC).
+* Every ServiceMonitor, PodMonitor and PrometheusRule carries the labels the Prometheus selects by.
+* NVIDIA's metrics exporter has a memory limit that fits the largest node's GPUs (users report 450-500 MiB on 8
+  GPUs; the chart's 512 MiB limit OOM-kills it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpu_operator.policy.context import PolicyContext
+from gpu_operator.policy.model import Enforcement, Object, Policy, Severity
+from gpu_operator.policy.resources import containers, pod_templates
+
+__all__ = ["FLEET_POLICIES", "PRIVILEGED_OPERANDS"]
+
+_Found = Iterator[tuple[Object, str]]
+
+#: NVIDIA's operand DaemonSets that run privileged containers (driver DaemonSets also per kernel / OS suffix).
+PRIVILEGED_OPERANDS = re.compile(
+    r"^(nvidia-driver-daemonset(-.+)?|nvidia-container-toolkit-daemonset|nvidia-operator-validator(-dra)?"
+    r"|nvidia-device-plugin-daemonset|nvidia-device-plugin-mps-control-daemon|gpu-feature-discovery"
+    r"|nvidia-dcgm|nvidia-dcgm-exporter|nvidia-mig-manager|nvidia-node-status-exporter|nvidia-cc-manager"
+    r"|nvidia-(kata-)?sandbox-device-plugin-daemonset|nvidia-sandbox-validator|nvidia-vfio-manager"
+    r"|nvidia-vgpu-device-manager|nvidia-vgpu-manager-daemonset)$"
+)
+_PSA = "pod-security.kubernetes.io/enforce"
+_MONITORING = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+_MIB = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "K": 1000 / 1048576, "M": 1e6 / 1048576, "G": 1e9 / 1048576}
+#: NVIDIA's exporter's working set, about 62 MiB per GPU (450-500 MiB reported on 8), with a quarter of headroom.
+_NVIDIA_EXPORTER_MIB_PER_GPU = 80
+
+
+def _privileged(container: Mapping[str, Any]) -> bool:
+    return bool((container.get("securityContext") or {}).get("privileged"))
+
+
+def _unexpected_privilege(objects: list[Object], _context: PolicyContext) -> _Found:
+    for obj in objects:
+        allowed = obj.get("kind") == "DaemonSet" and PRIVILEGED_OPERANDS.match(obj["metadata"].get("name", ""))
+        if allowed:
+            continue
+        for pod in pod_templates(obj):
+            for container in containers(pod):
+                if _privileged(container):
+                    yield obj, f"container {container.get('name')!r} is privileged, and this is no GPU operand"
+
+
+def _namespace_without_psa(objects: list[Object], _context: PolicyContext) -> _Found:
+    namespaces = {obj["metadata"]["name"]: obj for obj in objects if obj.get("kind") == "Namespace"}
+    flagged: set[str] = set()
+    for obj in objects:
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        if namespace not in namespaces or namespace in flagged:
+            continue
+        if any(_privileged(c) for pod in pod_templates(obj) for c in containers(pod)):
+            labels = namespaces[namespace]["metadata"].get("labels") or {}
+            if labels.get(_PSA) != "privileged":
+                flagged.add(namespace)
+                yield namespaces[namespace], f"runs privileged pods ({obj['metadata']['name']}) without {_PSA}: privileged"
+
+
+def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+    for toleration in tolerations:
+        if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+            continue
+        if toleration.get("operator") == "Exists" and toleration.get("key") in (None, "", taint["key"]):
+            return True
+        if toleration.get("key") == taint["key"] and toleration.get("value", "") == taint["value"]:
+            return True
+    return False
+
+
+def _asks_for(pod: Mapping[str, Any], prefix: str) -> int:
+    total = 0
+    for container in containers(dict(pod)):
+        resources = container.get("resources") or {}
+        for name, quantity in {**(resources.get("requests") or {}), **(resources.get("limits") or {})}.items():
+            if name.startswith(prefix) and str(quantity).isdigit():
+                total = max(total, int(quantity))
+    return total
+
+
+def _gpu_pod_without_pool_toleration(objects: list[Object], context: PolicyContext) -> _Found:
+    pools = [taints for taints in context.pool_taints if taints]
+    if not pools or len(pools) < len(context.pool_taints):
+        return  # a pool without taints takes any GPU pod
+    for obj in objects:
+        if obj.get("kind") == "DaemonSet":
+            continue
+        for pod in pod_templates(obj):
+            if not _asks_for(pod, "nvidia.com/gpu"):
+                continue
+            tolerations = pod.get("tolerations") or []
+            if not any(all(_tolerates(tolerations, taint) for taint in taints) for taints in pools):
+                wanted = ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in pools[0])
+                yield obj, f"asks for GPUs but tolerates no GPU pool's taints (e.g. {wanted}): it never schedules"
+
+
+def _rdma_over_nics(objects: list[Object], context: PolicyContext) -> _Found:
+    if context.max_infiniband_nics is None:
+        return
+    for obj in objects:
+        for pod in pod_templates(obj):
+            asked = _asks_for(pod, "rdma/ib")
+            if asked > context.max_infiniband_nics:
+                yield obj, (f"asks for {asked} rdma/ib, more than the {context.max_infiniband_nics} InfiniBand NICs "
+                            "of the fleet's largest node: it never schedules")
+
+
+def _monitor_without_selector_labels(objects: list[Object], context: PolicyContext) -> _Found:
+    if not context.prometheus_selector:
+        return
+    for obj in (o for o in objects if o.get("kind") in _MONITORING):
+        labels = obj["metadata"].get("labels") or {}
+        missing = {k: v for k, v in context.prometheus_selector.items() if labels.get(k) != v}
+        if missing:
+            yield obj, f"lacks the Prometheus selector labels {missing}: no Prometheus loads it"
+
+
+def _mebibytes(quantity: str) -> float | None:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?", str(quantity))
+    if match is None:
+        return None
+    return float(match.group(1)) * (_MIB[match.group(2)] if match.group(2) else 1 / 1048576)
+
+
+def _exporter_memory(objects: list[Object], context: PolicyContext) -> _Found:
+    if context.exporter_gpus is None:
+        return
+    need = context.exporter_gpus * _NVIDIA_EXPORTER_MIB_PER_GPU
+    for obj in objects:
+        if obj.get("kind") != "DaemonSet" or obj["metadata"].get("name") != "nvidia-dcgm-exporter":
+            continue
+        for container in containers(pod_templates(obj)[0]):
+            if "gpu-operator-agent" in " ".join(container.get("command") or []):
+                continue  # our exporter: its own sizing
+            limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+            mib = _mebibytes(limit) if limit else None
+            if mib is not None and mib < need and "dcgm-exporter" in container.get("image", ""):
+                yield obj, (f"memory limit {limit} is under the ~{need} MiB dcgm-exporter needs on "
+                            f"{context.exporter_gpus} GPUs: it gets OOM-killed")
+
+
+FLEET_POLICIES: tuple[Policy, ...] = (
+    Policy("privileged-only-gpu-operands", "Only NVIDIA's operand DaemonSets run privileged containers.",
+           Severity.HIGH, Enforcement.MANDATORY, "Drop securityContext.privileged; grant the capability it needs.",
+           _unexpected_privilege),
+    Policy("psa-label-for-privileged-pods",
+           "Namespaces running privileged pods are labelled pod-security.kubernetes.io/enforce=privileged.",
+           Severity.LOW, Enforcement.ADVISORY, "Label the namespace (operator.psa / the Network Operator namespace).",
+           _namespace_without_psa),
+    Policy("gpu-pods-tolerate-a-gpu-pool", "Pods asking for GPUs tolerate the taints of a GPU pool.",
+           Severity.HIGH, Enforcement.MANDATORY,
+           "Add the pool's tolerations (gpu_operator.workloads helpers, or GpuCluster.tolerations).",
+           _gpu_pod_without_pool_toleration),
+    Policy("rdma-within-infiniband-nics", "rdma/ib requests fit the InfiniBand NICs of a node.", Severity.HIGH,
+           Enforcement.MANDATORY, "Ask for at most one rdma/ib per NIC (rdma_workload(rdma_devices=...)).",
+           _rdma_over_nics),
+    Policy("monitors-carry-prometheus-selector", "Monitors and rules carry the Prometheus selector labels.",
+           Severity.MEDIUM, Enforcement.MANDATORY,
+           "Set operator.<exporter>.serviceMonitor.additionalLabels and monitoring.ruleLabels / monitorLabels.",
+           _monitor_without_selector_labels),
+    Policy("exporter-memory-fits-the-gpus", "NVIDIA's metrics exporter's memory limit fits the node's GPUs.",
+           Severity.HIGH, Enforcement.MANDATORY,
+           "Raise operator.dcgmExporter.resources.limits.memory (or drop it: our sizing fits the fleet).",
+           _exporter_memory),
+)
