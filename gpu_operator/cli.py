@@ -3,7 +3,7 @@
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
-    gpu-operator check [-f CONFIG] [--output text|json]     the policies over the stack's objects (exit 3: mandatory)
+    gpu-operator check [-f CONFIG] [--output text|json|sarif]  the policies over the stack's objects (exit 3)
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
     gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
 
@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="run the policies over the stack's objects (exit 3 on a mandatory one)")
     check.add_argument("-f", "--file", type=_path,
                        help="config document or Pulumi stack file (default: the built-in default stack)")
-    check.add_argument("--output", choices=("text", "json"), default="text", help="report format (default: text)")
+    check.add_argument("--output", choices=("text", "json", "sarif"), default="text",
+                       help="report format: text, json, or SARIF 2.1.0 for code scanning (default: text)")
     add_dra_parser(commands, _path)
     add_diag_parser(commands)
     return parser
@@ -233,7 +234,15 @@ def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.loader import load_document
-    from gpu_operator.policy import EXIT_MANDATORY, Enforcement, PolicyContext, check, format_json, format_text
+    from gpu_operator.policy import (
+        EXIT_MANDATORY,
+        Enforcement,
+        PolicyContext,
+        check,
+        format_json,
+        format_sarif,
+        format_text,
+    )
     from gpu_operator.render import render_operands
 
     loaded = load_document(args.file)
@@ -242,7 +251,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     config = parse_config(loaded.document, source=loaded.source)
     objects = _stack_objects(config, render_operands(config))
     findings = check(objects, PolicyContext.from_config(config))
-    out.write((format_json if args.output == "json" else format_text)(findings, len(objects)))
+    formats = {"text": format_text, "json": format_json, "sarif": format_sarif}
+    out.write(formats[args.output](findings, len(objects)))
     return EXIT_MANDATORY if any(f.policy.enforcement is Enforcement.MANDATORY for f in findings) else 0
 
 

@@ -3,7 +3,7 @@
 from gpu_operator.policy.catalog import POLICIES
 from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Policy, Severity, Violation
-from gpu_operator.policy.report import EXIT_MANDATORY, Finding, check, format_json, format_text
+from gpu_operator.policy.report import EXIT_MANDATORY, Finding, check, format_json, format_sarif, format_text
 
 __all__ = [
     "EXIT_MANDATORY",
@@ -16,5 +16,6 @@ __all__ = [
     "Violation",
     "check",
     "format_json",
+    "format_sarif",
     "format_text",
 ]

@@ -9,6 +9,8 @@
 * Every ServiceMonitor, PodMonitor and PrometheusRule carries the labels the Prometheus selects by.
 * NVIDIA's metrics exporter has a memory limit that fits the largest node's GPUs (users report 450-500 MiB on 8
   GPUs; the chart's 512 MiB limit OOM-kills it).
+* The NicClusterPolicy lets the DOCA-OFED container compile (memory limit of at least 1 GiB), and each RDMA
+  device-plugin resource selects some devices (a config that advertises 0 RDMA devices looks healthy).
 """
 
 from __future__ import annotations
@@ -151,6 +153,48 @@ def _exporter_memory(objects: list[Object], context: PolicyContext) -> _Found:
                             f"{context.exporter_gpus} GPUs: it gets OOM-killed")
 
 
+#: DOCA-OFED compiles its modules in the container: under this much memory the compile is OOM-killed
+#: (reference/network-aks.md §6 reports pods with a 50 Mi limit crash-looping).
+_OFED_MIN_MIB = 1024
+
+
+def _ofed_memory(objects: list[Object], _context: PolicyContext) -> _Found:
+    for obj in (o for o in objects if o.get("kind") == "NicClusterPolicy"):
+        for resources in ((obj.get("spec") or {}).get("ofedDriver") or {}).get("containerResources") or []:
+            limit = (resources.get("limits") or {}).get("memory")
+            mib = _mebibytes(limit) if limit else None
+            if mib is not None and mib < _OFED_MIN_MIB:
+                yield obj, (f"{resources.get('name')}: memory limit {limit} is under {_OFED_MIN_MIB} MiB: compiling "
+                            "the DOCA-OFED modules is OOM-killed and the pod crash-loops")
+
+
+def _rdma_plugin_selects_nothing(objects: list[Object], _context: PolicyContext) -> _Found:
+    import json
+
+    for obj in (o for o in objects if o.get("kind") == "NicClusterPolicy"):
+        spec = obj.get("spec") or {}
+        for plugin in ("sriovDevicePlugin", "rdmaSharedDevicePlugin"):
+            text = (spec.get(plugin) or {}).get("config")
+            if not text:
+                continue
+            try:
+                config = json.loads(text)
+            except ValueError:
+                yield obj, f"{plugin}.config is not JSON: the plugin advertises nothing"
+                continue
+            entries = config.get("resourceList") or config.get("configList") or []
+            if not entries:
+                yield obj, f"{plugin}.config lists no resource: the plugin advertises 0 RDMA devices"
+            for entry in entries:
+                selectors = entry.get("selectors") or []
+                if isinstance(selectors, dict):  # the shared plugin's one selector object; SR-IOV's is a list
+                    selectors = [selectors]
+                if not any((s or {}).get(k) for s in selectors or [] for k in ("vendors", "deviceIDs", "drivers",
+                                                                                "ifNames", "pciAddresses")):
+                    yield obj, (f"{plugin} resource {entry.get('resourceName')!r} selects no device "
+                                "(no vendors, deviceIDs, drivers, ifNames): it advertises 0")
+
+
 FLEET_POLICIES: tuple[Policy, ...] = (
     Policy("privileged-only-gpu-operands", "Only NVIDIA's operand DaemonSets run privileged containers.",
            Severity.HIGH, Enforcement.MANDATORY, "Drop securityContext.privileged; grant the capability it needs.",
@@ -174,4 +218,11 @@ FLEET_POLICIES: tuple[Policy, ...] = (
            Severity.HIGH, Enforcement.MANDATORY,
            "Raise operator.dcgmExporter.resources.limits.memory (or drop it: our sizing fits the fleet).",
            _exporter_memory),
+    Policy("ofed-memory-fits-the-compile", "The DOCA-OFED container may use enough memory to compile MOFED.",
+           Severity.HIGH, Enforcement.MANDATORY, "Raise network.ofedDriver resources (limits.memory >= 1Gi).",
+           _ofed_memory),
+    Policy("rdma-plugin-selects-devices", "Each RDMA device-plugin resource selects some devices.",
+           Severity.HIGH, Enforcement.MANDATORY,
+           "Give the resource selectors (vendors 15b3, the IB VF deviceIDs, or ifNames): network.*DevicePlugin.",
+           _rdma_plugin_selects_nothing),
 )

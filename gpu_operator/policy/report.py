@@ -10,7 +10,7 @@ from gpu_operator.policy.catalog import POLICIES
 from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, Violation
 
-__all__ = ["EXIT_MANDATORY", "Finding", "check", "format_json", "format_text"]
+__all__ = ["EXIT_MANDATORY", "Finding", "check", "format_json", "format_sarif", "format_text"]
 
 #: A mandatory policy is violated (2 stays bad input, 1 a bug).
 EXIT_MANDATORY = 3
@@ -56,4 +56,35 @@ def format_json(findings: Sequence[Finding], checked: int) -> str:
             "policy": f.policy.name, "severity": f.policy.severity.value, "enforcement": f.policy.enforcement.value,
             "resource": f.violation.resource, "message": f.violation.message, "remediation": f.policy.remediation,
         } for f in findings],
+    }, indent=2) + "\n"
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def format_sarif(findings: Sequence[Finding], checked: int) -> str:
+    """SARIF 2.1.0 for CI code-scanning: one rule per policy, one result per violation, located by object."""
+    rules = [{
+        "id": policy.name,
+        "shortDescription": {"text": policy.description},
+        "help": {"text": policy.remediation},
+        "defaultConfiguration": {"level": "error" if policy.enforcement is Enforcement.MANDATORY else "warning"},
+        "properties": {"severity": policy.severity.value, "enforcement": policy.enforcement.value},
+    } for policy in POLICIES]
+    index = {policy.name: number for number, policy in enumerate(POLICIES)}
+    results = [{
+        "ruleId": f.policy.name,
+        "ruleIndex": index[f.policy.name],
+        "level": "error" if f.policy.enforcement is Enforcement.MANDATORY else "warning",
+        "message": {"text": f"{f.violation.message}. Fix: {f.policy.remediation}"},
+        "locations": [{"logicalLocations": [{"fullyQualifiedName": f.violation.resource, "kind": "resource"}]}],
+    } for f in findings]
+    return json.dumps({
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "gpu-operator check", "rules": rules}},
+            "results": results,
+            "properties": {"objects": checked},
+        }],
     }, indent=2) + "\n"

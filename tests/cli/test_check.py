@@ -51,3 +51,19 @@ def test_json_report_and_a_clean_default(tmp_path: Path, capsys: pytest.CaptureF
 def test_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "-f", str(tmp_path / "missing.yaml")]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_sarif_for_code_scanning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "-f", str(_write(tmp_path, BROKEN)), "--output", "sarif"]) == 3
+    sarif = json.loads(capsys.readouterr().out)
+    assert sarif["version"] == "2.1.0" and sarif["$schema"].endswith("sarif-2.1.0.json")
+    [run] = sarif["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert len({rule["id"] for rule in rules}) == len(rules)
+    levels = {result["ruleId"]: result["level"] for result in run["results"]}
+    assert levels["scrape-timeout-within-interval"] == "error"
+    assert levels["time-slicing-fails-requests-over-one"] == "warning"
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]
+        assert "Fix: " in result["message"]["text"]

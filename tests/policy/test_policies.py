@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,20 @@ LABELLED_SM = _with(SM, "metadata.labels", {"release": "prom"})
 EXPORTER = _with(_with(DS, "metadata.name", "nvidia-dcgm-exporter"), "spec.template.spec.containers.0",
                  {"name": "nvidia-dcgm-exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
                   "resources": {"requests": {"memory": "512Mi"}, "limits": {"memory": "1024Mi"}}})
+SRIOV = {"resourceList": [{"resourcePrefix": "rdma", "resourceName": "ib",
+                           "selectors": [{"vendors": ["15b3"], "linkTypes": ["infiniband"], "isRdma": True}]}]}
+SHARED = {"configList": [{"resourceName": "shared_ib", "rdmaHcaMax": 63, "selectors": {"vendors": ["15b3"]}}]}
+NCP = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"},
+       "spec": {"ofedDriver": {"containerResources": [{"name": "mofed-container", "limits": {"memory": "6Gi"}}]},
+                "sriovDevicePlugin": {"config": json.dumps(SRIOV)},
+                "rdmaSharedDevicePlugin": {"config": json.dumps(SHARED)}}}
 FLEET_CASES = [
+    ("ofed-memory-fits-the-compile", [NCP],
+     [_with(NCP, "spec.ofedDriver.containerResources.0.limits.memory", "50Mi")]),
+    ("rdma-plugin-selects-devices", [NCP],
+     [_with(NCP, "spec.rdmaSharedDevicePlugin.config", json.dumps({"configList": [{"resourceName": "shared_ib",
+                                                                                  "selectors": {}}]}))]),
+    ("rdma-plugin-selects-devices", [NCP], [_with(NCP, "spec.sriovDevicePlugin.config", "{\"resourceList\": []}")]),
     ("privileged-only-gpu-operands", [DRIVER], [_with(DRIVER, "metadata.name", "my-agent")]),
     ("privileged-only-gpu-operands", [GPU_POD],
      [_with(GPU_POD, "spec.containers.0.securityContext", {"privileged": True, "capabilities": {"add": ["IPC_LOCK"]}})]),
