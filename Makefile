@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-tools run test bench golden clean e2e-tools e2e image
+.PHONY: setup test-tools policy-venv run test bench golden clean e2e-tools e2e image
 
 setup: $(STAMP)
 
@@ -24,8 +24,18 @@ run: setup
 test-tools:
 	./tools/install-test-tools.sh
 
+## The CrossGuard pack's own virtualenv (pulumi-policy needs protobuf 5; the agents need protobuf 6).
+POLICY_VENV := .venv-policy
+POLICY_STAMP := $(POLICY_VENV)/.installed
+policy-venv: $(POLICY_STAMP)
+
+$(POLICY_STAMP): policy-pack/requirements.txt
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/python -m pip install --quiet -r policy-pack/requirements.txt
+	touch $(POLICY_STAMP)
+
 ## The whole test suite (benchmarks and the end-to-end tier excluded; see `make bench` and `make e2e`).
-test: setup test-tools
+test: setup test-tools policy-venv
 	$(PY) -m pytest tests --ignore=tests/bench --ignore=tests/e2e -q
 
 ## Build the end-to-end tier's programs (etcd, Kubernetes control plane, KWOK, Pulumi CLI) from the Go module
@@ -53,4 +63,4 @@ golden: setup
 	$(PY) -m tests.golden.regenerate
 
 clean:
-	rm -rf $(VENV) rendered .pytest_cache .benchmarks
+	rm -rf $(VENV) $(POLICY_VENV) rendered .pytest_cache .benchmarks
