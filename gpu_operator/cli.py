@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="run the policies over the stack's objects (exit 3 on a mandatory one)")
     check.add_argument("-f", "--file", type=_path,
                        help="config document or Pulumi stack file (default: the built-in default stack)")
+    check.add_argument("--production", action="store_true",
+                       help="the stack is a production one (advises against unlimited parallel driver upgrades)")
     check.add_argument("--output", choices=("text", "json", "sarif"), default="text",
                        help="report format: text, json, or SARIF 2.1.0 for code scanning (default: text)")
     add_dra_parser(commands, _path)
@@ -249,8 +251,10 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     for message in loaded.notes:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source)
-    objects = _stack_objects(config, render_operands(config))
-    findings = check(objects, PolicyContext.from_config(config))
+    charts = [{"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": c.release, "namespace": c.namespace},
+               "chart": c.chart, "version": c.version, "values": c.values} for c in _charts(config)]
+    objects = [*charts, *_stack_objects(config, render_operands(config))]
+    findings = check(objects, PolicyContext.from_config(config, production=args.production))
     formats = {"text": format_text, "json": format_json, "sarif": format_sarif}
     out.write(formats[args.output](findings, len(objects)))
     return EXIT_MANDATORY if any(f.policy.enforcement is Enforcement.MANDATORY for f in findings) else 0

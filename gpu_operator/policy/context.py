@@ -24,9 +24,13 @@ class PolicyContext:
     """Labels the Prometheus Operator selects monitors and rules by (e.g. release: kube-prometheus)."""
     exporter_gpus: int | None = None
     """GPUs of the largest node, to size the metrics exporter's memory against."""
+    production: bool = False
+    """The stack is a production one (`gpu-operator check --production`, or the pack's `production` config)."""
+    max_parallel_upgrades: int | None = None
+    """`driver.upgradePolicy.maxParallelUpgrades` when automatic driver upgrades are on (0: no limit)."""
 
     @classmethod
-    def from_config(cls, config: GpuStackConfig) -> PolicyContext:
+    def from_config(cls, config: GpuStackConfig, production: bool = False) -> PolicyContext:
         from gpu_operator.render.operands.exporter_sizing import fleet_max_gpus
 
         taints = tuple(
@@ -36,11 +40,14 @@ class PolicyContext:
         nics = [pool.hardware.infiniband.nics for pool in config.pools
                 if pool.hardware is not None and pool.hardware.infiniband is not None]
         monitoring = config.monitoring
+        upgrades = config.operator.driver.upgrade_policy
         return cls(
             pool_taints=taints,
             max_infiniband_nics=max(nics) if nics else (0 if config.pools else None),
             prometheus_selector=dict(monitoring.monitor_labels or monitoring.rule_labels),
             exporter_gpus=fleet_max_gpus(config),
+            production=production,
+            max_parallel_upgrades=upgrades.max_parallel_upgrades if upgrades.auto_upgrade else None,
         )
 
     def describe(self) -> dict[str, Any]:

@@ -8,7 +8,9 @@ and the policies need only pydantic and PyYAML.
 
 The fleet facts the checks need come from the pack's policy config, the same for every policy: `poolTaints`
 (per pool, a list of `{key, value, effect}`), `maxInfinibandNics`, `prometheusSelector`, `exporterGpus`; unset,
-the checks that need them are off (`gpu-operator check` derives them from the config instead).
+the checks that need them are off (`gpu-operator check` derives them from the config instead); `production` and
+`maxParallelUpgrades` feed the advisory on unlimited parallel driver upgrades. Helm charts are seen as `Chart`
+objects (their chart name and values), as `check` sees them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ CONFIG_SCHEMA: dict[str, dict[str, Any]] = {
     "maxInfinibandNics": {"type": "integer", "minimum": 0},
     "prometheusSelector": {"type": "object", "additionalProperties": {"type": "string"}},
     "exporterGpus": {"type": "integer", "minimum": 1},
+    "production": {"type": "boolean"},
+    "maxParallelUpgrades": {"type": "integer", "minimum": 0},
 }
 
 
@@ -39,6 +43,8 @@ def context_from_config(config: Mapping[str, Any]) -> PolicyContext:
         max_infiniband_nics=config.get("maxInfinibandNics"),
         prometheus_selector=dict(config.get("prometheusSelector") or {}),
         exporter_gpus=config.get("exporterGpus"),
+        production=bool(config.get("production", False)),
+        max_parallel_upgrades=config.get("maxParallelUpgrades"),
     )
 
 
@@ -51,8 +57,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _object(resource_type: str, props: Any) -> dict[str, Any]:
+def _object(resource_type: str, name: str, props: Any) -> dict[str, Any]:
     obj = _plain(props)
+    if resource_type == "kubernetes:helm.sh/v4:Chart":  # as `gpu-operator check` sees a chart
+        return {"apiVersion": "helm.sh/v4", "kind": "Chart",
+                "metadata": {"name": obj.get("name") or name, "namespace": obj.get("namespace")}, **obj}
     if "kind" not in obj:  # kubernetes:<group>/<version>:<Kind>
         _, group_version, kind = resource_type.split(":", 2)
         obj["kind"] = kind
@@ -65,11 +74,9 @@ def _stack_validation(policy: Policy, pp: Any) -> Any:
         objects: list[dict[str, Any]] = []
         urns: dict[int, str] = {}
         for resource in args.resources:
-            if not resource.resource_type.startswith("kubernetes:") or ":helm.sh/" in resource.resource_type:
+            if not resource.resource_type.startswith("kubernetes:"):
                 continue
-            if resource.resource_type.startswith("pulumi:providers:"):
-                continue
-            obj = _object(resource.resource_type, resource.props)
+            obj = _object(resource.resource_type, resource.name, resource.props)
             objects.append(obj)
             urns[id(obj)] = resource.urn
         for obj, message in policy.check(objects, context_from_config(args.get_config() or {})):

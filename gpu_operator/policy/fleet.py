@@ -195,6 +195,33 @@ def _rdma_plugin_selects_nothing(objects: list[Object], _context: PolicyContext)
                                 "(no vendors, deviceIDs, drivers, ifNames): it advertises 0")
 
 
+def _nfd_sources(obj: Object) -> bool:
+    if obj.get("kind") == "Chart":
+        chart = str(obj.get("chart", "")).rsplit("/", 1)[-1]
+        values = obj.get("values") or {}
+        if chart == "node-feature-discovery":
+            return True
+        # the network-operator chart deploys NFD unless told not to (its default: nfd.enabled true)
+        return chart == "network-operator" and (values.get("nfd") or {}).get("enabled", True) is not False
+    return obj.get("kind") == "DaemonSet" and "nfd-worker" in obj["metadata"].get("name", "")
+
+
+def _more_than_one_nfd(objects: list[Object], _context: PolicyContext) -> _Found:
+    sources = [obj for obj in objects if _nfd_sources(obj)]
+    for extra in sources[1:]:
+        yield extra, (f"a second Node Feature Discovery beside {sources[0].get('kind')} "
+                      f"{sources[0]['metadata'].get('name')}: the two label GPU nodes against each other")
+
+
+def _unlimited_upgrades(objects: list[Object], context: PolicyContext) -> _Found:
+    if not context.production or context.max_parallel_upgrades != 0:
+        return
+    for obj in objects:
+        if obj.get("kind") == "DaemonSet" and obj["metadata"].get("name", "").startswith("nvidia-driver-daemonset"):
+            yield obj, "automatic driver upgrades with maxParallelUpgrades 0 drain every GPU node of production at once"
+            return
+
+
 FLEET_POLICIES: tuple[Policy, ...] = (
     Policy("privileged-only-gpu-operands", "Only NVIDIA's operand DaemonSets run privileged containers.",
            Severity.HIGH, Enforcement.MANDATORY, "Drop securityContext.privileged; grant the capability it needs.",
@@ -225,4 +252,12 @@ FLEET_POLICIES: tuple[Policy, ...] = (
            Severity.HIGH, Enforcement.MANDATORY,
            "Give the resource selectors (vendors 15b3, the IB VF deviceIDs, or ifNames): network.*DevicePlugin.",
            _rdma_plugin_selects_nothing),
+    Policy("one-node-feature-discovery", "Exactly one Node Feature Discovery runs (a chart or a DaemonSet).",
+           Severity.HIGH, Enforcement.MANDATORY,
+           "Keep one: nfd.enabled false on the GPU operator when the Network Operator's NFD runs (its default).",
+           _more_than_one_nfd),
+    Policy("bounded-parallel-driver-upgrades", "A production stack upgrades drivers a few nodes at a time.",
+           Severity.MEDIUM, Enforcement.ADVISORY,
+           "Set operator.driver.upgradePolicy.maxParallelUpgrades (and maxUnavailable) to a small number.",
+           _unlimited_upgrades),
 )

@@ -67,3 +67,12 @@ def test_sarif_for_code_scanning(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]
         assert "Fix: " in result["message"]["text"]
+
+
+def test_production_advises_bounded_driver_upgrades(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    unlimited = _write(tmp_path, {"operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 0}}}})
+    assert main(["check", "-f", str(unlimited), "--output", "json"]) == 0
+    assert "bounded-parallel-driver-upgrades" not in capsys.readouterr().out
+    assert main(["check", "-f", str(unlimited), "--output", "json", "--production"]) == 0  # advisory: exit 0
+    names = [v["policy"] for v in json.loads(capsys.readouterr().out)["violations"]]
+    assert names.count("bounded-parallel-driver-upgrades") == 1

@@ -87,7 +87,16 @@ NCP = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "metad
        "spec": {"ofedDriver": {"containerResources": [{"name": "mofed-container", "limits": {"memory": "6Gi"}}]},
                 "sriovDevicePlugin": {"config": json.dumps(SRIOV)},
                 "rdmaSharedDevicePlugin": {"config": json.dumps(SHARED)}}}
+NETWORK_CHART = {"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": "network-operator"},
+                 "chart": "network-operator", "values": {"nfd": {"enabled": True}}}
+NFD_CHART = {"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": "node-feature-discovery"},
+             "chart": "node-feature-discovery", "values": {}}
+PROD = PolicyContext(production=True, max_parallel_upgrades=0)
 FLEET_CASES = [
+    ("one-node-feature-discovery", [NETWORK_CHART, _with(NFD_CHART, "chart", "gpu-operator")],
+     [NETWORK_CHART, NFD_CHART]),
+    ("one-node-feature-discovery", [_with(NETWORK_CHART, "values.nfd.enabled", False), NFD_CHART],
+     [_with(NETWORK_CHART, "values", {}), NFD_CHART]),  # the chart's default: NFD on
     ("ofed-memory-fits-the-compile", [NCP],
      [_with(NCP, "spec.ofedDriver.containerResources.0.limits.memory", "50Mi")]),
     ("rdma-plugin-selects-devices", [NCP],
@@ -121,7 +130,8 @@ def test_context_free_policies_are_off_without_their_context() -> None:
 
 
 def test_every_policy_has_a_case_and_says_how_to_fix_it() -> None:
-    assert {case[0] for case in CASES + FLEET_CASES} == {policy.name for policy in POLICIES}
+    covered = {case[0] for case in CASES + FLEET_CASES} | {"bounded-parallel-driver-upgrades"}
+    assert covered == {policy.name for policy in POLICIES}
     assert all(policy.remediation and policy.description for policy in POLICIES)
 
 
@@ -149,3 +159,12 @@ def test_the_rdma_workload_examples_pass() -> None:
     for pytorchjob in (False, True):
         found = check(module.workloads(config, "h100", pytorchjob=pytorchjob), PolicyContext.from_config(config))
         assert found == []
+
+
+def test_unlimited_parallel_driver_upgrades_are_advised_against_in_production() -> None:
+    [policy] = [p for p in POLICIES if p.name == "bounded-parallel-driver-upgrades"]
+    assert policy.enforcement is Enforcement.ADVISORY
+    assert [v.resource for v in policy.evaluate([DRIVER], PROD)] == ["DaemonSet gpu-operator/nvidia-driver-daemonset"]
+    assert policy.evaluate([DRIVER], PolicyContext(production=False, max_parallel_upgrades=0)) == []
+    assert policy.evaluate([DRIVER], PolicyContext(production=True, max_parallel_upgrades=2)) == []
+    assert policy.evaluate([DRIVER], PolicyContext(production=True, max_parallel_upgrades=None)) == []  # no autoUpgrade
