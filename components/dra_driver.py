@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
-from gpu_operator.components.kubernetes_objects import register_chart, register_object
+from gpu_operator.components.kubernetes_objects import child_options, register_chart, register_object
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.config.dra import dra_node_pools
 from gpu_operator.dra.driver import DEVICE_CLASSES
@@ -60,11 +60,7 @@ class DraDriver(pulumi.ComponentResource):
                                                       "set gpuAllocation: dra on a pool, or do not create a "
                                                       "DraDriver")])
         super().__init__(TOKEN, name, {}, opts)
-        deleted_with = opts.deleted_with if opts is not None else None
-
-        def options(*after: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after) or None,
-                                          deleted_with=deleted_with)
+        options = child_options(self, provider, opts)
 
         self.namespace = register_object(name, rendered.namespace, options())
         spec = rendered.chart

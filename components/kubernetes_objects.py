@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_operator.render.helm_chart import HelmChart
 
-__all__ = ["register_chart", "register_object", "resource_class", "logical_name"]
+__all__ = ["child_options", "register_chart", "register_object", "resource_class", "logical_name"]
 
 ResourceClass = Callable[..., pulumi.CustomResource]
 
@@ -73,6 +73,20 @@ def register_object(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOp
             name, api_version=obj["apiVersion"], kind=obj["kind"], opts=opts, **fields
         )
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+
+
+def child_options(
+    parent: pulumi.Resource, provider: pulumi.ProviderResource, opts: pulumi.ResourceOptions | None
+) -> Callable[..., pulumi.ResourceOptions]:
+    """Options for a component's children, each created after the resources it is given: parented to the
+    component, on its provider, deleted with what the component is deleted with (children do not inherit it)."""
+    deleted_with = opts.deleted_with if opts is not None else None
+
+    def options(*after: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(after) or None,
+                                      deleted_with=deleted_with)
+
+    return options
 
 
 def register_chart(prefix: str, spec: HelmChart, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:

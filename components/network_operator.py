@@ -31,7 +31,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
-from gpu_operator.components.kubernetes_objects import register_chart, register_object
+from gpu_operator.components.kubernetes_objects import child_options, register_chart, register_object
 from gpu_operator.components.mofed_readiness import MofedReadiness
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.network import render_network
@@ -89,11 +89,7 @@ class NetworkOperator(pulumi.ComponentResource):
                                                                "nodes' MOFED labels; pass args['kubeconfig'] (the "
                                                                "provider's) or set network.waitForMofed: false")])
         super().__init__(TOKEN, name, {}, opts)
-        deleted_with = opts.deleted_with if opts is not None else None
-
-        def options(*after: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after) or None,
-                                          deleted_with=deleted_with)
+        options = child_options(self, provider, opts)
 
         self.namespace = register_object(name, rendered.namespace, options())
         spec = rendered.chart
@@ -112,7 +108,7 @@ class NetworkOperator(pulumi.ComponentResource):
                 policy_digest=_digest(policy),
                 timeout_seconds=config.network.mofed_timeout_seconds,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.nic_cluster_policy],
-                                            deleted_with=deleted_with),
+                                            deleted_with=opts.deleted_with if opts is not None else None),
             )
             self.mofed_ready = self.mofed_readiness.ready
         else:

@@ -9,9 +9,10 @@ them. Both come from the toolkit's `nvidia-ctk`, installed on the host next to t
 from __future__ import annotations
 
 import posixpath
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from gpu_operator.agents.mig_manager.host_commands import Runner, command_runner
 
 __all__ = ["CdiError", "CdiRefresh", "MANAGEMENT_SPEC", "Runner"]
 
@@ -19,20 +20,13 @@ __all__ = ["CdiError", "CdiRefresh", "MANAGEMENT_SPEC", "Runner"]
 MANAGEMENT_SPEC = "/var/run/cdi/management.nvidia.com-gpu.yaml"
 _DEFAULT_HOOK = "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
 
-#: Runs a command, returning (exit status, combined output).
-Runner = Callable[[Sequence[str]], tuple[int, str]]
 
 
 class CdiError(RuntimeError):
     """nvidia-ctk failed."""
 
 
-def _run(command: Sequence[str]) -> tuple[int, str]:
-    try:
-        done = subprocess.run(list(command), capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return 127, str(error)
-    return done.returncode, (done.stdout + done.stderr).strip()
+_run = command_runner(120)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,30 +9,24 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import subprocess
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpu_operator.agents.mig_manager.hardware import MigHardwareError
+from gpu_operator.agents.mig_manager.host_commands import Runner, command_runner
 
 __all__ = ["HostActions"]
 
 _log = logging.getLogger(__name__)
 
 
-def _run(command: Sequence[str]) -> tuple[int, str]:
-    try:
-        done = subprocess.run(list(command), capture_output=True, text=True, timeout=300, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return 127, str(error)
-    return done.returncode, (done.stdout + done.stderr).strip()
+_run = command_runner(300)
 
 
 @dataclass(frozen=True, slots=True)
 class HostActions:
     driver_root: str = "/"
     host_root: str = "/host"
-    runner: Callable[[Sequence[str]], tuple[int, str]] = _run
+    runner: Runner = _run
 
     def reset_gpus(self, bus_ids: list[str]) -> None:
         """Reset the GPUs; a failed reset leaves the mode pending, which the caller reports."""

@@ -20,21 +20,18 @@ a list of unit names; without one the default list of :mod:`gpu_operator.mig.cli
 from __future__ import annotations
 
 import logging
-import subprocess
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from gpu_operator.agents.mig_manager.host_commands import Runner, command_runner
 from gpu_operator.mig.clients import DEFAULT_GPU_CLIENTS
 
 __all__ = ["HostClientsError", "HostGpuClients", "Runner", "load_clients"]
 
 _log = logging.getLogger(__name__)
 
-#: Runs a command, returning (exit status, combined output).
-Runner = Callable[[Sequence[str]], tuple[int, str]]
 _CLIENTS_KEYS = ("version", "systemd-services")
 
 
@@ -42,12 +39,7 @@ class HostClientsError(RuntimeError):
     """A host service that would not stop or start, or a clients file that cannot be read."""
 
 
-def _run(command: Sequence[str]) -> tuple[int, str]:
-    try:
-        done = subprocess.run(list(command), capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return 127, str(error)
-    return done.returncode, (done.stdout + done.stderr).strip()
+_run = command_runner(120)
 
 
 def load_clients(path: str | None) -> tuple[str, ...]:
