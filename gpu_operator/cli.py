@@ -224,6 +224,16 @@ def _print_summary(
         print(format_table(POOL_HEADER, pool_summary_rows(config)), file=out)
 
 
+def _load_config(path: Path | None) -> GpuStackConfig:
+    """The config of `-f` (a document or a stack file; the built-in default without one), its notes on stderr."""
+    from gpu_operator.config.loader import load_document
+
+    loaded = load_document(path)
+    for message in loaded.notes:
+        _note(message)
+    return parse_config(loaded.document, source=loaded.source)
+
+
 def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) -> list[dict[str, Any]]:
     """Every Kubernetes object of the stack, in apply order (what `render` prints and `check` judges)."""
     return [
@@ -235,7 +245,6 @@ def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) 
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    from gpu_operator.config.loader import load_document
     from gpu_operator.policy import (
         EXIT_MANDATORY,
         Enforcement,
@@ -245,14 +254,11 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         format_sarif,
         format_text,
     )
+    from gpu_operator.policy.model import chart_object
     from gpu_operator.render import render_operands
 
-    loaded = load_document(args.file)
-    for message in loaded.notes:
-        _note(message)
-    config = parse_config(loaded.document, source=loaded.source)
-    charts = [{"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": c.release, "namespace": c.namespace},
-               "chart": c.chart, "version": c.version, "values": c.values} for c in _charts(config)]
+    config = _load_config(args.file)
+    charts = [chart_object(c.release, c.namespace, c.chart, c.version, c.values) for c in _charts(config)]
     objects = [*charts, *_stack_objects(config, render_operands(config))]
     findings = check(objects, PolicyContext.from_config(config, production=args.production))
     formats = {"text": format_text, "json": format_json, "sarif": format_sarif}
@@ -261,13 +267,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _render(args: argparse.Namespace, out: TextIO) -> int:
-    from gpu_operator.config.loader import load_document
     from gpu_operator.render import render_operands
 
-    loaded = load_document(args.file)
-    for message in loaded.notes:
-        _note(message)
-    config = parse_config(loaded.document, source=loaded.source)
+    config = _load_config(args.file)
     operands = render_operands(config)
     objects = _stack_objects(config, operands)
     charts = _charts(config)
@@ -316,12 +318,8 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
 
 #: command → its function, which writes what goes to stdout into `out` (written once it has all succeeded)
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
-    from gpu_operator.config.loader import load_document
 
-    loaded = load_document(args.file)
-    for message in loaded.notes:
-        _note(message)
-    text = dashboard_json(parse_config(loaded.document, source=loaded.source))
+    text = dashboard_json(_load_config(args.file))
     if args.output is None:
         out.write(text)
         return 0

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpu_operator.policy.catalog import POLICIES
 from gpu_operator.policy.context import PolicyContext
-from gpu_operator.policy.model import Policy
+from gpu_operator.policy.model import Policy, chart_object
 
 __all__ = ["CONFIG_SCHEMA", "crossguard_policies", "context_from_config"]
 
@@ -60,8 +60,8 @@ def _plain(value: Any) -> Any:
 def _object(resource_type: str, name: str, props: Any) -> dict[str, Any]:
     obj = _plain(props)
     if resource_type == "kubernetes:helm.sh/v4:Chart":  # as `gpu-operator check` sees a chart
-        return {"apiVersion": "helm.sh/v4", "kind": "Chart",
-                "metadata": {"name": obj.get("name") or name, "namespace": obj.get("namespace")}, **obj}
+        return chart_object(obj.get("name") or name, obj.get("namespace"), str(obj.get("chart", "")),
+                            str(obj.get("version", "")), obj.get("values") or {})
     if "kind" not in obj:  # kubernetes:<group>/<version>:<Kind>
         _, group_version, kind = resource_type.split(":", 2)
         obj["kind"] = kind

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpu_operator.policy.context import PolicyContext
 
-__all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "object_ref"]
+__all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "chart_object", "object_ref"]
 
 Object = Mapping[str, Any]
 
@@ -52,6 +52,13 @@ class Policy:
     def evaluate(self, objects: Iterable[Object], context: PolicyContext | None = None) -> list[Violation]:
         found = self.check(list(objects), context or PolicyContext())
         return [Violation(self.name, object_ref(obj), message) for obj, message in found]
+
+
+def chart_object(name: str, namespace: str | None, chart: str, version: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A Helm chart as the policies see it: a `Chart` object with its chart name, version and values (what
+    Pulumi's `helm.v4.Chart` takes), so `check` and the CrossGuard pack judge charts alike."""
+    return {"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": name, "namespace": namespace},
+            "chart": chart, "version": version, "values": dict(values)}
 
 
 def object_ref(obj: Object) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 from gpu_operator.config import load_config
 from gpu_operator.policy import Enforcement, PolicyContext, check
+from gpu_operator.policy.model import chart_object
 from tests.support.stack_programs import run_stack, stack_files
 
 
@@ -16,8 +17,8 @@ def _objects(env: str) -> list[dict[str, Any]]:
     for registration in run_stack(env).recording.of_type("kubernetes:"):
         inputs = dict(registration.inputs)
         if registration.type == "kubernetes:helm.sh/v4:Chart":
-            inputs = {"apiVersion": "helm.sh/v4", "kind": "Chart",
-                      "metadata": {"name": registration.name, "namespace": inputs.get("namespace")}, **inputs}
+            inputs = chart_object(registration.name, inputs.get("namespace"), inputs["chart"],
+                                  inputs.get("version", ""), inputs.get("values") or {})
         objects.append(inputs)
     return objects
 
