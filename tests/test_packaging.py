@@ -197,6 +197,8 @@ def _providers() -> dict[str, str]:
         for file in distribution.files or ():
             parts = file.parts
             providers.setdefault(parts[0].removesuffix(".py"), name)
+            if len(parts) == 2 and parts[1] == "__init__.py":  # a package several distributions fill: its owner
+                providers[parts[0]] = name
             if len(parts) > 2:
                 providers.setdefault("/".join(parts[:2]), name)
     return providers
@@ -207,7 +209,8 @@ def _distribution_of(module: str) -> str:
     parts = module.split(".")
     spec = importlib.util.find_spec(parts[0])
     namespace = spec is not None and spec.origin is None and len(parts) > 1
-    key = "/".join(parts[:2]) if namespace else parts[0]
+    # a subpackage another distribution provides (lightkube.models comes from lightkube-models) counts as its
+    key = "/".join(parts[:2]) if namespace or "/".join(parts[:2]) in _providers() else parts[0]
     assert key in _providers(), f"no installed distribution provides {module}"
     return _providers()[key]
 
@@ -216,8 +219,9 @@ def _third_party(module: str) -> bool:
     return module.split(".")[0] not in sys.stdlib_module_names and module.split(".")[0] != "gpu_operator"
 
 
-#: Pure-data packages shared by the renderer and the agents (the MIG catalog and default config).
-SHARED_WITH_AGENTS = ("gpu_operator.mig",)
+#: Pure packages shared by the renderer and the agents: the MIG catalog and default config, and the node
+#: labelling and driver upgrade rules (the AKS pools' labels and the controller's come from one function).
+SHARED_WITH_AGENTS = ("gpu_operator.mig", "gpu_operator.labels", "gpu_operator.upgrade")
 
 
 def test_agents_import_only_the_agents_package_of_this_project() -> None:

@@ -17,10 +17,12 @@ __all__ = ["AGENTS", "main"]
 AGENTS: dict[str, str] = {
     "config-manager": "gpu_operator.agents.device_plugin.config_manager",
     "device-plugin": "gpu_operator.agents.device_plugin.command",
+    "driver-manager": "gpu_operator.agents.driver_manager.command",
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
     "mig-manager": "gpu_operator.agents.mig_manager.command",
     "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
     "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
+    "operator": "gpu_operator.agents.controller.command",
     "validator": "gpu_operator.agents.validator.command",
 }
 

@@ -15,6 +15,7 @@ def test_known_agents() -> None:
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
         "mig-manager": "gpu_operator.agents.mig_manager.command",
         "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",
+        "operator": "gpu_operator.agents.controller.command",
         "validator": "gpu_operator.agents.validator.command",
     }
 

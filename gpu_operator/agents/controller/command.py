@@ -1,0 +1,134 @@
+"""`gpu-operator-agent operator`: the controller that labels GPU nodes and rolls driver upgrades.
+
+It reads its settings (the JSON the render puts in its ConfigMap), serves metrics on `--metrics-bind-address`
+(`:8080`) and `/healthz` + `/readyz` on `--health-probe-bind-address` (`:8081`), takes the Lease when
+`--leader-elect` (the default), then reconciles until SIGTERM. It exits 1 when it loses the Lease (its pod
+restarts as a candidate) and 2 on bad settings, with one line naming the problem. The API server is found as
+every client finds it: the pod's service account in a cluster, `$KUBECONFIG` elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from prometheus_client import start_http_server
+
+from gpu_operator.agents.controller.leader import LEASE_NAME, LeaderElector
+from gpu_operator.agents.controller.metrics import ControllerMetrics
+from gpu_operator.agents.controller.settings import SettingsError, parse_settings
+
+__all__ = ["DEFAULT_CONFIG", "build_parser", "main"]
+
+DEFAULT_CONFIG = "/etc/gpu-operator/controller.json"
+PROGRAM = "gpu-operator-agent operator"
+_LOG = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Label GPU nodes and roll driver upgrades.")
+    parser.add_argument("--config", default=os.environ.get("GPU_OPERATOR_CONTROLLER_CONFIG", DEFAULT_CONFIG),
+                        help="the settings file (env GPU_OPERATOR_CONTROLLER_CONFIG)")
+    parser.add_argument("--namespace", default=os.environ.get("OPERATOR_NAMESPACE", ""),
+                        help="the operator's namespace (env OPERATOR_NAMESPACE)")
+    parser.add_argument("--metrics-bind-address", default=":8080")
+    parser.add_argument("--health-probe-bind-address", default=":8081")
+    parser.add_argument("--leader-elect", default="true", choices=("true", "false"))
+    parser.add_argument("--leader-election-id", default=LEASE_NAME)
+    return parser
+
+
+def _address(text: str, flag: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise SettingsError(f"{flag} {text!r} must be [host]:port")
+    return host or "0.0.0.0", int(port)
+
+
+class _Health(BaseHTTPRequestHandler):
+    alive: threading.Event = threading.Event()
+    ready: threading.Event = threading.Event()
+
+    def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+        ok = {"/healthz": self.alive, "/readyz": self.ready}.get(self.path)
+        code = 404 if ok is None else (200 if ok.is_set() else 503)
+        self.send_response(code)
+        self.end_headers()
+        self.wfile.write(b"ok\n" if code == 200 else b"not ready\n")
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def _serve_health(address: tuple[str, int]) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(address, _Health)
+    threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
+    return server
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    if not args.namespace:
+        raise SettingsError("the operator's namespace is unknown: set OPERATOR_NAMESPACE or --namespace")
+    try:
+        text = Path(args.config).read_text()
+    except OSError as error:
+        raise SettingsError(f"cannot read the settings file {args.config}: {error.strerror}") from None
+    return parse_settings(text, args.namespace)
+
+
+def main(argv: Sequence[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(list(argv))
+    try:
+        settings = _settings(args)
+        metrics_address = _address(args.metrics_bind_address, "--metrics-bind-address")
+        health_address = _address(args.health_probe_bind_address, "--health-probe-bind-address")
+    except SettingsError as error:
+        sys.stderr.write(f"{PROGRAM}: {error}\n")
+        return 2
+    from lightkube import Client, KubeConfig  # imported after the settings parse, so bad input answers at once
+    from lightkube.config.kubeconfig import ConfigError
+
+    from gpu_operator.agents.controller.loop import ControllerLoop
+
+    try:
+        client = Client(KubeConfig.from_env(), field_manager="gpu-operator")
+    except ConfigError as error:
+        sys.stderr.write(f"{PROGRAM}: no API server: {error}\n")
+        return 1
+    metrics = ControllerMetrics()
+    start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
+    health = _serve_health(health_address)
+    _Health.alive.set()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    elector = None
+    if args.leader_elect == "true":
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(client, settings.namespace, identity, name=args.leader_election_id)
+        threading.Thread(target=lambda: (stop.wait(), elector.stop()), daemon=True).start()
+        elector.acquire()
+        if stop.is_set():
+            return 0
+        threading.Thread(target=lambda: (elector.lost.wait(), stop.set()), daemon=True).start()
+    metrics.leader.set(1)
+    loop = ControllerLoop(client, settings, metrics)
+    loop.start()
+    _Health.ready.set()
+    _LOG.info("reconciling GPU nodes in namespace %s", settings.namespace)
+    loop.run(stop)
+    health.shutdown()
+    if elector is not None and elector.lost.is_set():
+        sys.stderr.write(f"{PROGRAM}: lost the leader Lease; exiting so that a new candidate takes over\n")
+        return 1
+    return 0

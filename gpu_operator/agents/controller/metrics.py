@@ -1,0 +1,56 @@
+"""The controller's Prometheus metrics on `:8080/metrics`, under NVIDIA's names where NVIDIA has one.
+
+NVIDIA's operator exports `gpu_operator_gpu_nodes_total`, `gpu_operator_reconciliation_*` (status 1 success, 0 not
+ready, -2 an operator error) and the upgrade census `gpu_operator_auto_upgrade_enabled`,
+`gpu_operator_nodes_upgrades_{in_progress,done,failed,available,pending}`; dashboards and alerts written for it
+keep working. Ours adds the reconcile duration, the API writes and the leader flag.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from gpu_operator.agents.controller.status import Census
+
+__all__ = ["ControllerMetrics", "SUCCESS", "NOT_READY", "OPERATOR_ERROR"]
+
+SUCCESS, NOT_READY, OPERATOR_ERROR = 1, 0, -2
+
+
+class ControllerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.gpu_nodes = Gauge("gpu_operator_gpu_nodes_total", "Number of nodes with GPUs", registry=r)
+        self.status = Gauge("gpu_operator_reconciliation_status",
+                            "1: reconciled and ready, 0: operands not ready, -2: the controller failed", registry=r)
+        self.total = Counter("gpu_operator_reconciliation", "Reconciliations", registry=r)
+        self.failed = Counter("gpu_operator_reconciliation_failed", "Failed reconciliations", registry=r)
+        self.last_success = Gauge("gpu_operator_reconciliation_last_success_ts_seconds",
+                                  "Time of the last successful reconciliation", registry=r)
+        self.auto_upgrade = Gauge("gpu_operator_auto_upgrade_enabled", "1 if driver auto upgrade is enabled",
+                                  registry=r)
+        self.upgrades = {
+            name: Gauge(f"gpu_operator_nodes_upgrades_{name}", text, registry=r)
+            for name, text in (("in_progress", "Nodes whose driver is being upgraded"),
+                               ("done", "Nodes whose driver upgrade is done"),
+                               ("failed", "Nodes whose driver upgrade failed"),
+                               ("available", "Nodes on which a driver upgrade can start now"),
+                               ("pending", "Nodes waiting for a driver upgrade"))
+        }
+        self.duration = Histogram("gpu_operator_reconcile_duration_seconds", "Time of one reconcile round",
+                                  buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10), registry=r)
+        self.writes = Counter("gpu_operator_controller_writes", "Writes to the API server, by kind", ["kind"],
+                              registry=r)
+        self.leader = Gauge("gpu_operator_controller_leader", "1 while this replica leads", registry=r)
+
+    def record(self, summary: Census, auto_upgrade: bool, now: float) -> None:
+        self.gpu_nodes.set(summary.gpu_nodes)
+        self.auto_upgrade.set(1 if auto_upgrade else 0)
+        for name, value in (("in_progress", summary.in_progress), ("done", summary.done),
+                            ("failed", summary.failed), ("available", summary.available),
+                            ("pending", summary.pending)):
+            self.upgrades[name].set(value)
+        self.total.inc()
+        self.status.set(SUCCESS if summary.operands_ready else NOT_READY)
+        self.last_success.set(now)

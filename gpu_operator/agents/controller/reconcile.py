@@ -1,0 +1,245 @@
+"""One reconcile, as a pure function: the cluster's facts in, the writes that bring it to the config out.
+
+Two concerns meet on the Node object and are planned together so that each node gets at most one merge patch
+per round:
+
+* node labelling (`gpu_operator.labels`): NVIDIA's deploy labels, `gpu.present` and the MIG layout seed, plus
+  the `nvidia.com/gpu-driver-upgrade-enabled` annotation the driver manager reads;
+* the driver upgrade (`gpu_operator.upgrade`): each managed node's step, with NVIDIA's state labels.
+
+The plan's pod actions (evict a node's GPU pods, drain it, delete its old driver pod) run before that node's
+patch, so a state is written only after the step it records was done. The plan also says which nodes' pods the
+next round must look at (they are not watched: a fleet's pods are far more than its nodes) and when to come back
+without an event: soon while pods are being evicted, at the nearest deadline while a timeout runs, else at the
+resync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
+from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.labels import label_changes
+from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, Action, NodeObservation, State, plan
+from gpu_operator.upgrade.state_machine import (
+    FAILURE_ANNOTATION,
+    INITIAL_STATE_ANNOTATION,
+    SKIP_LABEL,
+    VALIDATION_START_ANNOTATION,
+    WAIT_START_ANNOTATION,
+    ActionKind,
+)
+
+__all__ = [
+    "UPGRADE_ENABLED_ANNOTATION",
+    "NodePatch",
+    "Plan",
+    "PodAction",
+    "UpgradeEvent",
+    "nodes_needing_pods",
+    "observe",
+    "reconcile",
+]
+
+UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
+#: The steps whose progress depends on pods nobody watches: the next round queries them and comes back soon.
+POD_STEPS = frozenset({State.WAIT_FOR_JOBS, State.POD_DELETION, State.DRAIN})
+POD_STEP_REQUEUE_SECONDS = 2.0
+_KNOWN_STATES = {state.value: state for state in State}
+
+
+@dataclass(frozen=True)
+class NodePatch:
+    """One merge patch of a node: labels and annotations (None removes) and, when not None, its schedulability."""
+
+    node: str
+    labels: Mapping[str, str | None] = field(default_factory=dict)
+    annotations: Mapping[str, str | None] = field(default_factory=dict)
+    unschedulable: bool | None = None
+
+
+@dataclass(frozen=True)
+class PodAction:
+    """`evict-gpu-pods` or `drain` (node), or `delete` of the named driver pod."""
+
+    kind: str
+    node: str
+    pod: str = ""
+
+
+@dataclass(frozen=True)
+class UpgradeEvent:
+    """A state change of one node, reported as a Kubernetes Event on the Node (reason `GPUDriverUpgrade`)."""
+
+    node: str
+    state: str
+    message: str
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    pod_actions: tuple[PodAction, ...] = ()
+    patches: tuple[NodePatch, ...] = ()
+    events: tuple[UpgradeEvent, ...] = ()
+    requeue_after: float = 0.0
+    observations: tuple[NodeObservation, ...] = ()
+
+
+def _state_of(node: NodeFacts) -> State | None:
+    return _KNOWN_STATES.get(node.labels.get(STATE_LABEL, ""))
+
+
+def _time(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def _initial(node: NodeFacts) -> bool | None:
+    value = node.annotations.get(INITIAL_STATE_ANNOTATION)
+    return None if value is None else value == "true"
+
+
+def nodes_needing_pods(state: ClusterState) -> list[str]:
+    """The nodes at a step that counts their pods (wait for jobs, GPU pod deletion, drain)."""
+    return sorted(name for name, node in state.nodes.items() if _state_of(node) in POD_STEPS)
+
+
+def _driver_pods(pods: Iterable[PodFacts], app: str) -> dict[str, PodFacts]:
+    """The live driver pod of each node (a terminating one counts as gone: its deletion was asked for)."""
+    return {pod.node: pod for pod in pods if pod.app == app and not pod.terminating and pod.node}
+
+
+def _outdated(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts]) -> tuple[bool, bool]:
+    """(driver pod outdated, its config digest changed) against its DaemonSet's newest revision."""
+    owner = daemonsets.get(pod.owner)
+    if owner is None or not owner.revision or not pod.revision:
+        return False, True
+    return pod.revision != owner.revision, not pod.digest or pod.digest != owner.digest
+
+
+def _blocked(state: ClusterState, name: str, step: State | None, settings: ControllerSettings, now: float) -> bool:
+    since = state.eviction_blocked_since.get(name)
+    if since is None or step not in (State.POD_DELETION, State.DRAIN):
+        return False
+    limit = settings.pod_deletion_timeout_seconds if step is State.POD_DELETION else settings.drain_timeout_seconds
+    return now - since >= limit
+
+
+def observe(state: ClusterState, settings: ControllerSettings, now: float) -> list[NodeObservation]:
+    """The managed nodes (a driver pod, or an upgrade state) as the upgrade planner sees them."""
+    drivers = _driver_pods(state.pods, settings.driver_app)
+    validated = {pod.node for pod in state.pods
+                 if pod.app in settings.validator_apps and pod.ready and not pod.terminating}
+    observations = []
+    for name, node in sorted(state.nodes.items()):
+        step = _state_of(node)
+        driver = drivers.get(name)
+        if step is None or (driver is None and step is State.UNKNOWN):
+            continue  # not managed, or a state another tool owns (node-maintenance-required, ...)
+        outdated, digest_changed = _outdated(driver, state.daemonsets) if driver else (False, True)
+        pods = state.node_pods.get(name)
+        counted = 0 if pods is None else (pods.drainable if step is State.DRAIN else pods.gpu_pods)
+        observations.append(NodeObservation(
+            name=name, state=step, unschedulable=node.unschedulable, initial_unschedulable=_initial(node),
+            skip=node.labels.get(SKIP_LABEL) == "true", driver_pod_present=driver is not None,
+            driver_pod_outdated=outdated, config_digest_changed=digest_changed, gpu_pods=counted,
+            jobs_running=0 if pods is None else pods.jobs_running,
+            eviction_blocked=_blocked(state, name, step, settings, now), validator_ready=name in validated,
+            wait_started_at=_time(node.annotations.get(WAIT_START_ANNOTATION)),
+            validation_started_at=_time(node.annotations.get(VALIDATION_START_ANNOTATION)),
+        ))
+    return observations
+
+
+def _labelling(node: NodeFacts, settings: ControllerSettings) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    labels = label_changes(node.labels, settings.labelling)
+    after_present = labels.get("nvidia.com/gpu.present", node.labels.get("nvidia.com/gpu.present"))
+    wanted = settings.driver_enabled and settings.upgrade.auto_upgrade and after_present == "true"
+    annotations: dict[str, str | None] = {}
+    if wanted and node.annotations.get(UPGRADE_ENABLED_ANNOTATION) != "true":
+        annotations[UPGRADE_ENABLED_ANNOTATION] = "true"
+    elif not wanted and UPGRADE_ENABLED_ANNOTATION in node.annotations:
+        annotations[UPGRADE_ENABLED_ANNOTATION] = None
+    if not settings.upgrade.auto_upgrade and node.labels.get(STATE_LABEL):
+        labels[STATE_LABEL] = None  # NVIDIA drops the state labels while upgrades are off
+    return labels, annotations
+
+
+def _event(node: str, before: State | None, after: State, reason: str) -> UpgradeEvent | None:
+    if before is after:
+        return None
+    if after is State.FAILED:
+        return UpgradeEvent(node, after.value, f"driver upgrade failed: {reason}", warning=True)
+    return UpgradeEvent(node, after.value, f"Successfully updated node state label to {after.value}")
+
+
+def _by_node(actions: Sequence[Action]) -> dict[str, list[Action]]:
+    by_node: dict[str, list[Action]] = {}
+    for action in actions:
+        by_node.setdefault(action.node, []).append(action)
+    return by_node
+
+
+_POD_ACTIONS = {ActionKind.DELETE_GPU_PODS: "evict-gpu-pods", ActionKind.DRAIN: "drain",
+                ActionKind.DELETE_DRIVER_POD: "delete"}
+
+
+def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerSettings,
+               driver: PodFacts | None) -> tuple[list[PodAction], NodePatch | None, UpgradeEvent | None]:
+    labels, annotations = _labelling(node, settings)
+    unschedulable: bool | None = None
+    pod_actions: list[PodAction] = []
+    new_state: State | None = None
+    reason = ""
+    for action in actions:
+        if action.kind in _POD_ACTIONS:
+            pod_actions.append(PodAction(_POD_ACTIONS[action.kind], node.name,
+                                         driver.name if driver and action.kind is ActionKind.DELETE_DRIVER_POD else ""))
+        elif action.kind is ActionKind.SET_STATE:
+            new_state = State(action.value)
+            labels[STATE_LABEL] = action.value
+        elif action.kind is ActionKind.ANNOTATE:
+            key, _, value = action.value.partition("=")
+            annotations[key] = value or None
+            reason = value if key == FAILURE_ANNOTATION else reason
+        else:
+            unschedulable = action.kind is ActionKind.CORDON
+    changed = bool(labels or annotations) or unschedulable is not None
+    patch = NodePatch(node.name, labels, annotations, unschedulable) if changed else None
+    event = _event(node.name, _state_of(node), new_state, reason) if new_state is not None else None
+    return pod_actions, patch, event
+
+
+def _requeue(observations: Sequence[NodeObservation], settings: ControllerSettings, now: float) -> float:
+    wait = settings.resync_seconds
+    for node in observations:
+        if node.state in POD_STEPS:
+            wait = min(wait, POD_STEP_REQUEUE_SECONDS)
+        elif node.state is State.VALIDATION and node.validation_started_at is not None:
+            deadline = node.validation_started_at + settings.upgrade.validation_timeout_seconds
+            wait = min(wait, max(deadline - now, 0.0) + 1.0)
+    return wait
+
+
+def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> Plan:
+    """Every write of this round, and when to look again."""
+    observations = observe(state, settings, now)
+    by_node = _by_node(plan(observations, settings.upgrade, now))
+    drivers = _driver_pods(state.pods, settings.driver_app)
+    pod_actions: list[PodAction] = []
+    patches: list[NodePatch] = []
+    events: list[UpgradeEvent] = []
+    for name, node in sorted(state.nodes.items()):
+        node_pod_actions, patch, event = _node_plan(node, by_node.get(name, ()), settings, drivers.get(name))
+        # The planner never records a state in the round of a pod action (the next round sees its effect), so
+        # a patch beside pod actions carries labelling only; the actuator runs pod actions first all the same.
+        pod_actions += node_pod_actions
+        patches += [patch] if patch is not None else []
+        events += [event] if event is not None else []
+    return Plan(tuple(pod_actions), tuple(patches), tuple(events), _requeue(observations, settings, now),
+                tuple(observations))

@@ -1,0 +1,98 @@
+"""The controller's settings: the JSON document the render writes into its ConfigMap, read once at start.
+
+The render knows what the controller must: which operands have DaemonSets (so which deploy labels to write), the
+sandbox and MIG settings, and the driver's `upgradePolicy` in the ClusterPolicy's own spelling. A change of any of
+them changes the Deployment's template (a checksum annotation), so a new controller starts with the new settings.
+A document that does not parse is an error naming the key, never a controller running with half its settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_operator.labels import LabellingPolicy
+from gpu_operator.upgrade import UpgradePolicy
+
+__all__ = ["ControllerSettings", "SettingsError", "parse_settings"]
+
+DRIVER_APP = "nvidia-driver-daemonset"
+VALIDATOR_APPS = ("nvidia-operator-validator", "nvidia-operator-validator-dra")
+
+
+class SettingsError(ValueError):
+    """The settings document is not what the render writes; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    namespace: str
+    labelling: LabellingPolicy
+    upgrade: UpgradePolicy
+    driver_enabled: bool = True
+    """The driver operand is rendered: GPU nodes get the `gpu-driver-upgrade-enabled` annotation when upgrades run."""
+    driver_app: str = DRIVER_APP
+    validator_apps: tuple[str, ...] = VALIDATOR_APPS
+    wait_pod_selector: str = ""
+    pod_deletion_timeout_seconds: int = 300
+    drain_pod_selector: str = ""
+    drain_timeout_seconds: int = 300
+    resync_seconds: float = 300.0
+
+
+def _field(document: Mapping[str, Any], path: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value: Any = document
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return default
+        value = value[key]
+    if isinstance(value, bool) and kind in (int, float):
+        raise SettingsError(f"{path} must be a number, not {value!r}")
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise SettingsError(f"{path} must be {expected}, not {value!r}")
+    return value
+
+
+def _max_unavailable(value: int | str) -> int | str:
+    text = str(value)
+    number = text[:-1] if text.endswith("%") else text
+    if not number.isdigit():
+        raise SettingsError(f"upgradePolicy.maxUnavailable must be a count or a percentage such as '25%', not {value!r}")
+    return value if isinstance(value, str) and value.endswith("%") else int(number)
+
+
+def parse_settings(text: str, namespace: str) -> ControllerSettings:
+    """The settings of a JSON document (as the render writes it); SettingsError names a bad key."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SettingsError(f"the settings are not JSON: {error}") from None
+    if not isinstance(document, Mapping):
+        raise SettingsError("the settings must be a JSON object")
+    f = lambda path, kind, default: _field(document, path, kind, default)  # noqa: E731
+    labelling = LabellingPolicy(
+        frozenset(f("labelling.enabledOperands", list, [])), f("labelling.sandboxEnabled", bool, False),
+        f("labelling.defaultWorkload", str, "container"), f("labelling.migManagerEnabled", bool, False),
+        f("labelling.migDefaultConfig", str, ""))
+    upgrade = UpgradePolicy(
+        auto_upgrade=f("upgradePolicy.autoUpgrade", bool, True),
+        max_parallel_upgrades=f("upgradePolicy.maxParallelUpgrades", int, 1),
+        max_unavailable=_max_unavailable(f("upgradePolicy.maxUnavailable", (int, str), "25%")),
+        wait_for_jobs=bool(f("upgradePolicy.waitForCompletion.podSelector", str, "")),
+        wait_timeout_seconds=f("upgradePolicy.waitForCompletion.timeoutSeconds", int, 0),
+        drain=f("upgradePolicy.drain.enable", bool, False),
+        validation_timeout_seconds=f("validationTimeoutSeconds", int, 600),
+    )
+    return ControllerSettings(
+        namespace=namespace, labelling=labelling, upgrade=upgrade,
+        driver_enabled=f("driver.enabled", bool, True), driver_app=f("driver.app", str, DRIVER_APP),
+        validator_apps=tuple(f("validatorApps", list, list(VALIDATOR_APPS))),
+        wait_pod_selector=f("upgradePolicy.waitForCompletion.podSelector", str, ""),
+        pod_deletion_timeout_seconds=f("upgradePolicy.podDeletion.timeoutSeconds", int, 300),
+        drain_pod_selector=f("upgradePolicy.drain.podSelector", str, ""),
+        drain_timeout_seconds=f("upgradePolicy.drain.timeoutSeconds", int, 300),
+        resync_seconds=float(f("resyncSeconds", (int, float), 300)),
+    )

@@ -1,0 +1,102 @@
+"""A cluster in memory for the controller's reconcile: the API's answers to its writes, and time passing.
+
+It holds what the controller reads (Nodes, the driver and validator pods, the driver DaemonSet's newest revision,
+each node's GPU pods) and does what the API server, the DaemonSet controller and the kubelet would do with the
+plan's writes: merge patches, evictions a PodDisruptionBudget may refuse, driver pods recreated from the newest
+revision, validators that turn Ready (or never do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, NodePods, PodFacts
+from gpu_operator.agents.controller.reconcile import NodePatch, Plan, PodAction, nodes_needing_pods
+
+DRIVER_DS = "nvidia-driver-daemonset"
+OLD, NEW = "rev-old", "rev-new"
+NFD_PCI = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+
+
+@dataclass
+class FakeNode:
+    name: str
+    labels: dict[str, str] = field(default_factory=lambda: dict(NFD_PCI))
+    annotations: dict[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    driver: str | None = OLD
+    digest: str = "digest-old"
+    gpu_pods: int = 0
+    jobs: int = 0
+    pdb_blocks: bool = False
+    validation_never: bool = False
+    validator_ready: bool = True
+    patches: list[NodePatch] = field(default_factory=list)
+    pod_actions: list[PodAction] = field(default_factory=list)
+
+
+@dataclass
+class FakeCluster:
+    nodes: dict[str, FakeNode]
+    revision: str = NEW
+    digest: str = "digest-new"
+    now: float = 1_000_000.0
+    blocked_since: dict[str, float] = field(default_factory=dict)
+
+    def state(self) -> ClusterState:
+        nodes = {n.name: NodeFacts(n.name, dict(n.labels), dict(n.annotations), n.unschedulable)
+                 for n in self.nodes.values()}
+        pods = [PodFacts(f"driver-{n.name}", n.name, DRIVER_DS, DRIVER_DS, n.driver, n.digest, True)
+                for n in self.nodes.values() if n.driver is not None]
+        pods += [PodFacts(f"validator-{n.name}", n.name, "nvidia-operator-validator", "v", "x", "", n.validator_ready)
+                 for n in self.nodes.values()]
+        ds = DaemonSetFacts(DRIVER_DS, DRIVER_DS, self.revision, self.digest, len(self.nodes), len(self.nodes),
+                            len(self.nodes))
+        state = ClusterState(nodes, tuple(pods), {DRIVER_DS: ds})
+        needing = nodes_needing_pods(state)
+        counts = {name: NodePods(self.nodes[name].gpu_pods, self.nodes[name].jobs, self.nodes[name].gpu_pods)
+                  for name in needing}
+        blocked = {name: at for name, at in self.blocked_since.items() if name in needing}
+        return ClusterState(nodes, tuple(pods), {DRIVER_DS: ds}, counts, blocked)
+
+    def pod_action(self, action: PodAction) -> None:
+        node = self.nodes.get(action.node)
+        if node is None:
+            return
+        node.pod_actions.append(action)
+        if action.kind == "delete":
+            node.driver, node.validator_ready = None, False
+        elif node.pdb_blocks and node.gpu_pods:
+            self.blocked_since.setdefault(node.name, self.now)
+        else:
+            node.gpu_pods = 0
+
+    def patch(self, patch: NodePatch) -> None:
+        node = self.nodes.get(patch.node)
+        if node is None:
+            return
+        node.patches.append(patch)
+        for target, changes in ((node.labels, patch.labels), (node.annotations, patch.annotations)):
+            for key, value in changes.items():
+                if value is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = value
+        if patch.unschedulable is not None:
+            node.unschedulable = patch.unschedulable
+
+    def carry_out(self, plan: Plan, limit: int | None = None) -> None:
+        """The plan's writes in the actuator's order; `limit` stops after that many (a controller crash)."""
+        writes = [*[(self.pod_action, a) for a in plan.pod_actions], *[(self.patch, p) for p in plan.patches]]
+        for write, item in writes[:limit]:
+            write(item)  # type: ignore[operator]
+
+    def tick(self, seconds: float = 10.0) -> None:
+        """Time passes: deleted driver pods come back at the newest revision, validators pass, jobs end."""
+        self.now += seconds
+        for node in self.nodes.values():
+            if node.driver is None:
+                node.driver, node.digest = self.revision, self.digest
+            elif node.driver == self.revision and not node.validation_never:
+                node.validator_ready = True
+            node.jobs = max(0, node.jobs - 1)

@@ -1,0 +1,87 @@
+"""The controller's reconcile over random fleets, pod placements, PDBs, faults, crashes and event orders.
+
+Each example labels a fleet that only NFD has seen, then rolls a new driver revision out, round after round:
+the reconcile plans from the cluster's state; the fake API carries the writes out, in the actuator's order, but a
+controller crash may stop it after any write (the next round starts from what the API holds, as a restarted
+controller does, and forgets the refused evictions it remembered); time passes between rounds. After every round,
+never more than maxParallelUpgrades nodes are in progress and never more nodes are cordoned by the upgrade than
+maxUnavailable allows. At the end every node is labelled for its operands, is upgrade-done or upgrade-failed
+(failed only where a fault was injected; held back
+in upgrade-required only while cordoned nodes use maxUnavailable up), runs the new driver when done, and has its schedulability back.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpu_operator.agents.controller.reconcile import reconcile
+from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.labels import LabellingPolicy, label_changes
+from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, State, UpgradePolicy
+from tests.agents.controller.fake_cluster import NEW, FakeCluster, FakeNode
+
+OPERANDS = frozenset({"driver", "container-toolkit", "device-plugin", "operator-validator", "dcgm-exporter"})
+ROUNDS = 300
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[FakeCluster, ControllerSettings, list[int | None]]:
+    count = draw(st.integers(1, 20))
+    nodes = {}
+    for index in range(count):
+        nodes[f"gpu-{index:02d}"] = FakeNode(
+            f"gpu-{index:02d}", unschedulable=draw(st.integers(0, 9)) == 0, gpu_pods=draw(st.integers(0, 3)),
+            jobs=draw(st.integers(0, 2)), pdb_blocks=draw(st.integers(0, 9)) == 0,
+            validation_never=draw(st.integers(0, 9)) == 0,
+            digest=draw(st.sampled_from(["digest-old", "digest-new"])))
+    unavailable = draw(st.one_of(st.integers(1, 5), st.sampled_from(["10%", "25%", "50%", "100%"])))
+    policy = UpgradePolicy(max_parallel_upgrades=draw(st.integers(0, 4)), max_unavailable=unavailable,
+                           wait_for_jobs=draw(st.booleans()), drain=draw(st.booleans()),
+                           validation_timeout_seconds=60)
+    controller = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS), policy,
+                                    pod_deletion_timeout_seconds=30, drain_timeout_seconds=30)
+    crashes = draw(st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=ROUNDS, max_size=ROUNDS))
+    return FakeCluster(nodes), controller, crashes
+
+
+def _check_limits(cluster: FakeCluster, policy: UpgradePolicy, initially_cordoned: set[str]) -> None:
+    states = {name: node.labels.get(STATE_LABEL, "") for name, node in cluster.nodes.items()}
+    in_progress = sum(State(s) in IN_PROGRESS for s in states.values() if s)
+    if policy.max_parallel_upgrades:
+        assert in_progress <= policy.max_parallel_upgrades
+    cordoned_by_upgrade = {n for n, node in cluster.nodes.items() if node.unschedulable} - initially_cordoned
+    assert len(cordoned_by_upgrade) <= max(policy.unavailable_budget(len(cluster.nodes)), 0) or \
+        len(cordoned_by_upgrade | initially_cordoned) <= policy.unavailable_budget(len(cluster.nodes))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_rollout_keeps_the_limits_and_ends_done_or_failed(scenario: tuple[FakeCluster, ControllerSettings,
+                                                                           list[int | None]]) -> None:
+    cluster, controller, crashes = scenario
+    initially_cordoned = {name for name, node in cluster.nodes.items() if node.unschedulable}
+    for crash in crashes:
+        plan = reconcile(cluster.state(), controller, cluster.now)
+        if not plan.patches and not plan.pod_actions and all(
+                node.labels.get(STATE_LABEL) in ("upgrade-done", "upgrade-failed") for node in cluster.nodes.values()):
+            break
+        cluster.carry_out(plan, crash)
+        if crash is not None:
+            cluster.blocked_since.clear()  # a restarted controller remembers nothing but what the API holds
+        _check_limits(cluster, controller.upgrade, initially_cordoned)
+        cluster.tick()
+    for name, node in cluster.nodes.items():
+        assert label_changes(node.labels, controller.labelling) == {}, name
+        state = node.labels.get(STATE_LABEL)
+        faulty = node.validation_never or (node.pdb_blocks and node.gpu_pods > 0)
+        if state == "upgrade-failed":
+            assert faulty, f"{name} failed without a fault"
+        elif state == "upgrade-required":  # held back: failed nodes keep their cordon and use the budget up
+            unavailable = sum(n.unschedulable for n in cluster.nodes.values())
+            assert unavailable >= controller.upgrade.unavailable_budget(len(cluster.nodes)), name
+        else:
+            assert state == "upgrade-done", f"{name} ended in {state!r}"
+            assert node.driver == NEW
+            assert node.unschedulable == (name in initially_cordoned)
+            assert not any(key.startswith("nvidia.com/gpu-driver-upgrade.node-initial") for key in node.annotations)
