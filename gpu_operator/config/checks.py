@@ -310,7 +310,17 @@ def _hpc_job_mapping_directory(doc: GpuStackConfig) -> Iterator[Problem]:
         )
 
 
+def _controller_needs_the_agents_image(doc: GpuStackConfig) -> Iterator[Problem]:
+    if doc.controller.enabled and doc.agents.image_source is None:
+        yield Problem("controller.enabled", "the operator controller runs from the agents image: set agents.image "
+                      "(an image you pushed) or agents.build, or set controller.enabled to false")
+    if doc.controller.wait_for_driver_rollout and not doc.controller_enabled:
+        yield Problem("controller.waitForDriverRollout", "only the operator controller rolls a new driver out: "
+                      "enable it (it needs agents.image or agents.build) or remove waitForDriverRollout")
+
+
 CHECKS: tuple[Check, ...] = (
+    _controller_needs_the_agents_image,
     _configmap_contents_need_a_name,
     _device_plugin_default_exists,
     _device_plugin_config_name,

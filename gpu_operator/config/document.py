@@ -31,6 +31,7 @@ from gpu_operator.config.agents import AgentsConfig
 from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.cluster import ClusterFacts
+from gpu_operator.config.controller import ControllerSpec
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
 from gpu_operator.config.dcgm_metrics import DcgmMetric, check_metrics_csv, metrics_csv
 from gpu_operator.config.dra import DraSpec
@@ -191,6 +192,13 @@ class GpuStackConfig(ConfigModel):
     network: NetworkSpec = NetworkSpec()
     monitoring: MonitoringSpec = MonitoringSpec()
     dra: DraSpec = DraSpec()
+    controller: ControllerSpec = ControllerSpec()
+
+    @property
+    def controller_enabled(self) -> bool:
+        """The operator controller runs: asked for, or by default whenever the agents image is configured."""
+        enabled = self.controller.enabled
+        return self.agents.image_source is not None if enabled is None else enabled
 
     def pool(self, name: str) -> GpuPool:
         """The pool called `name`; KeyError when there is none."""

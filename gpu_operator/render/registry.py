@@ -3,6 +3,8 @@
 The order is the ClusterPolicy controller's fixed state order (pre-requisites, driver, toolkit, validation, device
 plugin, MPS, DCGM, DCGM exporter, GFD, MIG manager, node status exporter, then the sandbox operands), with the
 chart's NFD objects right after the pre-requisites.
+The operator controller (ours, from the agents image) comes right after the pre-requisites, as NVIDIA's chart
+deploys its operator before any operand; its settings are derived from the other operands' objects.
 Within an operand, objects keep NVIDIA's file order (ServiceAccount → RBAC → ConfigMaps → Services → DaemonSet).
 """
 
@@ -73,11 +75,23 @@ class RenderedOperand:
     objects: tuple[Object, ...]
 
 
+def _with_controller(ctx: RenderContext, rendered: list[RenderedOperand]) -> list[RenderedOperand]:
+    """The operator controller right after the pre-requisites: its settings follow every other operand's objects."""
+    from gpu_operator.render.operands import operator_controller
+
+    objects = operator_controller.render_with(ctx, (obj for r in rendered for obj in r.objects))
+    if not objects:
+        return rendered
+    controller = RenderedOperand(operator_controller.KEY, operator_controller.STATE, tuple(objects))
+    at = next((i + 1 for i, r in enumerate(rendered) if r.key == "prerequisites"), 0)
+    return [*rendered[:at], controller, *rendered[at:]]
+
+
 def render_operands(config: GpuStackConfig) -> list[RenderedOperand]:
     """Render every enabled operand; operands that render nothing are left out."""
     ctx = RenderContext(config)
     rendered = (RenderedOperand(op.key, op.state, tuple(op.render(ctx))) for op in OPERANDS)
-    return [r for r in rendered if r.objects]
+    return _with_controller(ctx, [r for r in rendered if r.objects])
 
 
 def render(config: GpuStackConfig) -> list[Object]:

@@ -112,7 +112,13 @@ def with_pools(*pools: dict[str, Any], **sections: Any) -> dict[str, Any]:
 
 
 # (check, failing document, path of its problem, a passing document)
+_IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
+
 CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    ("_controller_needs_the_agents_image", {"controller": {"enabled": True}}, "controller.enabled",
+     {**_IMAGE, "controller": {"enabled": True}}),
+    ("_controller_needs_the_agents_image", {"controller": {"waitForDriverRollout": True}},
+     "controller.waitForDriverRollout", {**_IMAGE, "controller": {"waitForDriverRollout": True}}),
     (
         "_configmap_contents_need_a_name",
         {"configs": {"devicePlugin": {"shared": {}}}},

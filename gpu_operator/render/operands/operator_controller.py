@@ -1,0 +1,201 @@
+"""state-operator: the operator controller's Deployment, RBAC, settings, Service, PodDisruptionBudget and monitor.
+
+NVIDIA's chart runs its operator as Deployment `gpu-operator` (ServiceAccount `gpu-operator`, metrics on port
+`gpu-operator-metrics` 8080, probes on 8081, pods labelled `nvidia.com/gpu-driver-upgrade-drain.skip: "true"` so
+an upgrade's drain never evicts them). Ours has the same names and runs `gpu-operator-agent operator` from the
+agents image: it labels GPU nodes and rolls driver upgrades (see `gpu_operator.agents.controller`). Its settings
+are a JSON document in ConfigMap `gpu-operator-controller`, built from the rest of the render (the deploy labels
+its DaemonSets select) and `operator.driver.upgradePolicy`; a checksum of it on the pod template restarts the
+controller when they change.
+
+RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
+classes and every operand object): nodes get/list/watch/patch, pods list and pods/eviction create cluster-wide
+(a node's pods, by field selector, and their evictions); in the namespace, the driver and validator pods
+(list/watch, delete), DaemonSets and ControllerRevisions (list/watch), its status ConfigMap (create/update), its
+Lease (get/create/update); and Events in `default`, where a Node's events live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+
+from gpu_operator.render.aks.node_labels import labelling_policy, rendered_deploy_operands
+from gpu_operator.render.context import RenderContext
+from gpu_operator.render.k8s import (
+    Object,
+    cluster_role,
+    cluster_role_binding,
+    config_map,
+    config_map_volume,
+    env,
+    env_field,
+    metadata,
+    mount,
+    role,
+    role_binding,
+    rule,
+    service,
+    service_account,
+)
+
+__all__ = ["KEY", "NAME", "STATE", "controller_settings", "render_with"]
+
+STATE = "state-operator"
+KEY = "operator_controller"
+NAME = "gpu-operator"
+SETTINGS_CONFIG_MAP = "gpu-operator-controller"
+STATUS_CONFIG_MAP = "gpu-operator-status"
+EVENTS_ROLE = "gpu-operator-events"
+EVENT_NAMESPACE = "default"
+METRICS_PORT, HEALTH_PORT = 8080, 8081
+SETTINGS_FILE = "controller.json"
+LABELS = {"app": NAME, "app.kubernetes.io/component": NAME}
+POD_LABELS = {**LABELS, "nvidia.com/gpu-driver-upgrade-drain.skip": "true"}
+
+
+def controller_settings(ctx: RenderContext, objects: Iterable[Object]) -> Object:
+    """The controller's settings document (read by `gpu_operator.agents.controller.settings`)."""
+    spec = ctx.spec
+    policy = labelling_policy(ctx.config, rendered_deploy_operands(objects))
+    upgrades = spec.driver.upgrade_policy
+    return {
+        "labelling": {
+            "enabledOperands": sorted(policy.enabled_operands), "sandboxEnabled": policy.sandbox_enabled,
+            "defaultWorkload": policy.default_workload, "migManagerEnabled": policy.mig_manager_enabled,
+            "migDefaultConfig": policy.mig_default_config,
+        },
+        "driver": {"enabled": spec.driver.enabled},
+        "upgradePolicy": {
+            # NVIDIA's upgrade controller is off with sandbox workloads, and there is nothing to upgrade without a driver
+            "autoUpgrade": upgrades.auto_upgrade and spec.driver.enabled and not ctx.sandbox_enabled,
+            "maxParallelUpgrades": upgrades.max_parallel_upgrades,
+            "maxUnavailable": upgrades.max_unavailable,
+            "waitForCompletion": {"podSelector": upgrades.wait_for_completion.pod_selector,
+                                  "timeoutSeconds": upgrades.wait_for_completion.timeout_seconds},
+            "podDeletion": {"timeoutSeconds": upgrades.pod_deletion.timeout_seconds},
+            "drain": {"enable": upgrades.drain.enable, "podSelector": upgrades.drain.pod_selector,
+                      "timeoutSeconds": upgrades.drain.timeout_seconds},
+        },
+        "validationTimeoutSeconds": ctx.config.controller.validation_timeout_seconds,
+        "resyncSeconds": ctx.config.controller.resync_seconds,
+    }
+
+
+def _rbac(ctx: RenderContext) -> list[Object]:
+    events_binding = role_binding(ctx, EVENTS_ROLE, account=NAME)
+    events_binding["metadata"]["namespace"] = EVENT_NAMESPACE
+    events_role = role(ctx, EVENTS_ROLE, [rule([""], ["events"], ["create"])])
+    events_role["metadata"]["namespace"] = EVENT_NAMESPACE
+    return [
+        service_account(ctx, NAME, LABELS),
+        cluster_role(NAME, [
+            rule([""], ["nodes"], ["get", "list", "watch", "patch"]),
+            rule([""], ["pods"], ["list"]),
+            rule([""], ["pods/eviction"], ["create"]),
+        ], LABELS),
+        cluster_role_binding(ctx, NAME, labels=LABELS),
+        role(ctx, NAME, [
+            rule([""], ["pods"], ["list", "watch", "delete"]),
+            rule(["apps"], ["daemonsets", "controllerrevisions"], ["list", "watch"]),
+            rule([""], ["configmaps"], ["create"]),
+            {**rule([""], ["configmaps"], ["update"]), "resourceNames": [STATUS_CONFIG_MAP]},
+            rule(["coordination.k8s.io"], ["leases"], ["create"]),
+            {**rule(["coordination.k8s.io"], ["leases"], ["get", "update"]), "resourceNames": ["53822513.nvidia.com"]},
+        ], LABELS),
+        role_binding(ctx, NAME, labels=LABELS),
+        events_role,
+        events_binding,
+    ]
+
+
+def _container(ctx: RenderContext) -> Object:
+    image = ctx.config.agents.image
+    probe = lambda path: {"httpGet": {"path": path, "port": HEALTH_PORT}, "periodSeconds": 10}  # noqa: E731
+    return {
+        "name": NAME,
+        "image": image.reference,
+        "imagePullPolicy": image.pull_policy,
+        "command": ["gpu-operator-agent", "operator"],
+        "args": [f"--metrics-bind-address=:{METRICS_PORT}", f"--health-probe-bind-address=:{HEALTH_PORT}",
+                 "--leader-elect=true"],
+        "env": [env_field("OPERATOR_NAMESPACE", "metadata.namespace"),
+                env("GPU_OPERATOR_CONTROLLER_CONFIG", f"/etc/gpu-operator/{SETTINGS_FILE}")],
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT}, {"name": "health", "containerPort": HEALTH_PORT}],
+        "livenessProbe": {**probe("/healthz"), "initialDelaySeconds": 15},
+        "readinessProbe": {**probe("/readyz"), "initialDelaySeconds": 5},
+        "resources": ctx.config.controller.resources.model_dump(exclude_none=True),
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [mount("settings", "/etc/gpu-operator", read_only=True)],
+    }
+
+
+def _deployment(ctx: RenderContext, settings_text: str) -> Object:
+    controller = ctx.config.controller
+    checksum = hashlib.sha256(settings_text.encode()).hexdigest()
+    pod: Object = {
+        "serviceAccountName": NAME,
+        "priorityClassName": controller.priority_class_name,
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+                         "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                               "labelSelector": {"matchLabels": {"app": NAME}}}}]}},
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [_container(ctx)],
+        "volumes": [config_map_volume("settings", SETTINGS_CONFIG_MAP)],
+    }
+    secrets = ctx.config.agents.image.pull_secrets
+    if secrets:
+        pod["imagePullSecrets"] = [{"name": name} for name in secrets]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(NAME, ctx.namespace, LABELS),
+        "spec": {
+            "replicas": controller.replicas,
+            "selector": {"matchLabels": {"app": NAME}},
+            "template": {"metadata": {"labels": POD_LABELS,
+                                      "annotations": {"gpu-operator.pulumi.com/settings-checksum": checksum}},
+                         "spec": pod},
+        },
+    }
+
+
+def _service_monitor(ctx: RenderContext) -> Object:
+    monitoring = ctx.config.monitoring
+    labels = {**LABELS, **(monitoring.monitor_labels or monitoring.rule_labels)}
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": metadata(NAME, ctx.namespace, labels),
+        "spec": {
+            "jobLabel": "app",
+            "namespaceSelector": {"matchNames": [ctx.namespace]},
+            "selector": {"matchLabels": {"app": NAME}},
+            "endpoints": [{"port": "gpu-operator-metrics", "path": "/metrics"}],
+        },
+    }
+
+
+def render_with(ctx: RenderContext, objects: Iterable[Object]) -> list[Object]:
+    """The controller's objects, given every other object of the render (its labelling follows their selectors)."""
+    if not ctx.config.controller_enabled:
+        return []
+    settings_text = json.dumps(controller_settings(ctx, objects), indent=2, sort_keys=True)
+    rendered = [
+        *_rbac(ctx),
+        config_map(ctx, SETTINGS_CONFIG_MAP, {SETTINGS_FILE: settings_text}, LABELS),
+        service(ctx, NAME, labels=LABELS, selector={"app": NAME}, annotations={"prometheus.io/scrape": "true"},
+                ports=[{"name": "gpu-operator-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT,
+                        "protocol": "TCP"}]),
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": metadata(NAME, ctx.namespace, LABELS),
+         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": NAME}}}},
+        _deployment(ctx, settings_text),
+    ]
+    if ctx.config.cluster.prometheus_operator:
+        rendered.append(_service_monitor(ctx))
+    return rendered

@@ -1,0 +1,82 @@
+"""The operator controller's objects: on with the agents image, settings the agent parses, least-privilege RBAC."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gpu_operator.agents.controller.settings import parse_settings
+from gpu_operator.config import parse_config
+from gpu_operator.render import render
+
+IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
+
+
+def _objects(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in render(parse_config(document))}
+
+
+def test_no_controller_without_the_agents_image_or_when_turned_off() -> None:
+    assert ("Deployment", "gpu-operator") not in _objects({})
+    assert ("Deployment", "gpu-operator") not in _objects({**IMAGE, "controller": {"enabled": False}})
+
+
+def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
+    document = {**IMAGE, "operator": {"driver": {"upgradePolicy": {
+        "maxParallelUpgrades": 5, "maxUnavailable": "10%", "drain": {"enable": True, "podSelector": "team=ml"},
+        "waitForCompletion": {"podSelector": "app=job", "timeoutSeconds": 60}}}},
+        "controller": {"validationTimeoutSeconds": 120, "resyncSeconds": 60}}
+    text = _objects(document)[("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"]
+    settings = parse_settings(text, "gpu-operator")
+    assert settings.upgrade.max_parallel_upgrades == 5 and settings.upgrade.max_unavailable == "10%"
+    assert settings.upgrade.drain and settings.drain_pod_selector == "team=ml"
+    assert settings.upgrade.wait_for_jobs and settings.wait_pod_selector == "app=job"
+    assert settings.upgrade.validation_timeout_seconds == 120 and settings.resync_seconds == 60
+    # the deploy labels are exactly the ones the rendered DaemonSets select
+    assert settings.labelling.enabled_operands == {
+        "driver", "container-toolkit", "operator-validator", "device-plugin", "dcgm-exporter",
+        "gpu-feature-discovery", "mig-manager"}
+
+
+def test_sandbox_workloads_turn_the_upgrades_off_as_nvidia_does() -> None:
+    text = _objects({**IMAGE, "operator": {"sandboxWorkloads": {"enabled": True}}})[
+        ("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"]
+    assert json.loads(text)["upgradePolicy"]["autoUpgrade"] is False
+
+
+def test_a_settings_change_restarts_the_controller() -> None:
+    def checksum(document: dict[str, Any]) -> str:
+        template = _objects(document)[("Deployment", "gpu-operator")]["spec"]["template"]
+        return template["metadata"]["annotations"]["gpu-operator.pulumi.com/settings-checksum"]
+
+    changed = {**IMAGE, "operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 3}}}}
+    assert checksum(IMAGE) != checksum(changed)
+
+
+def test_its_pods_are_never_drained_and_run_unprivileged() -> None:
+    deployment = _objects(IMAGE)[("Deployment", "gpu-operator")]
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-drain.skip"] == "true"
+    [container] = template["spec"]["containers"]
+    assert container["command"] == ["gpu-operator-agent", "operator"]
+    assert container["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
+    assert deployment["spec"]["replicas"] == 2
+
+
+@pytest.mark.parametrize(("kind", "name", "rules"), [
+    ("ClusterRole", "gpu-operator", [([""], ["nodes"], ["get", "list", "watch", "patch"]),
+                                     ([""], ["pods"], ["list"]), ([""], ["pods/eviction"], ["create"])]),
+    ("Role", "gpu-operator-events", [([""], ["events"], ["create"])]),
+])
+def test_rbac_is_what_the_controller_calls(kind: str, name: str, rules: list[tuple[list[str], ...]]) -> None:
+    granted = _objects(IMAGE)[(kind, name)]["rules"]
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in granted] == rules
+
+
+def test_asking_for_the_controller_without_an_image_names_both_fixes() -> None:
+    from gpu_operator.config import ConfigError
+
+    with pytest.raises(ConfigError, match="agents.image .* or agents.build"):
+        parse_config({"controller": {"enabled": True}})
