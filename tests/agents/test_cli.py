@@ -11,6 +11,7 @@ def test_known_agents() -> None:
     assert cli.AGENTS == {
         "config-manager": "gpu_operator.agents.device_plugin.config_manager",
         "device-plugin": "gpu_operator.agents.device_plugin.command",
+        "driver-manager": "gpu_operator.agents.driver_manager.command",
         "feature-discovery": "gpu_operator.agents.feature_discovery.command",
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
         "mig-manager": "gpu_operator.agents.mig_manager.command",
@@ -54,4 +55,4 @@ def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
 def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 2
     assert cli.main(["--help"]) == 0
-    assert "agents: config-manager, device-plugin, feature-discovery" in capsys.readouterr().err
+    assert "agents: config-manager, device-plugin, driver-manager, feature-discovery" in capsys.readouterr().err

@@ -87,6 +87,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def main(argv: Sequence[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request drowns the controller's own
     args = build_parser().parse_args(list(argv))
     try:
         settings = _settings(args)
@@ -96,7 +97,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PROGRAM}: {error}\n")
         return 2
     from lightkube import Client, KubeConfig  # imported after the settings parse, so bad input answers at once
-    from lightkube.config.kubeconfig import ConfigError
+    from lightkube.core.exceptions import ConfigError
 
     from gpu_operator.agents.controller.loop import ControllerLoop
 

@@ -1,0 +1,187 @@
+"""The API server side, through lightkube: read the node and its pods, patch the node, evict pods.
+
+Every request the driver manager makes is one of these, which is what the driver DaemonSet's ClusterRole grants
+and nothing more: `get` and `patch` on nodes, `list` on pods (all namespaces, by `spec.nodeName`) and `create`
+on pods/eviction. Node patches are JSON merge patches of the keys that change, so a concurrent writer of other
+labels (the operator, NFD) is never overwritten and no conflict can occur.
+
+Failures are sorted once, here: a connection error, a timeout, 409, 429 (outside evictions) and 5xx are
+transient and retried with exponential backoff; what still fails, and every other refusal, is a
+:class:`KubeFailure` carrying the server's message. An eviction answered 429 is not an error but
+:class:`EvictionRefused` (a disruption budget forbids it for now), which the decisions retry later; an
+eviction of a pod already gone (404) succeeded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx2
+from lightkube import ALL_NS, ApiError, Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Node, Pod
+from lightkube.types import PatchType
+
+from gpu_operator.agents.driver_manager.labels import CORDONED_ANNOTATION
+from gpu_operator.agents.driver_manager.pods import PodFacts, uses_gpu
+from gpu_operator.agents.driver_manager.snapshot import NodeFacts
+
+__all__ = [
+    "FIELD_MANAGER",
+    "Backoff",
+    "EvictionRefused",
+    "KubeFailure",
+    "NodeApi",
+    "node_facts",
+    "pod_facts",
+]
+
+FIELD_MANAGER = "gpu-operator-driver-manager"
+_TRANSIENT_CODES = frozenset({409, 429, 500, 502, 503, 504})
+_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class KubeFailure(RuntimeError):
+    """A request the API server refused, or that kept failing after the retries."""
+
+
+class EvictionRefused(RuntimeError):
+    """The Eviction API answered 429: a disruption budget does not allow it now."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retries of transient failures: `attempts` in all, waiting `first` seconds, then `factor` times more."""
+
+    attempts: int = 6
+    first: float = 0.5
+    factor: float = 2.0
+    cap: float = 30.0
+
+    def delays(self) -> Iterable[float]:
+        delay = self.first
+        for _ in range(self.attempts - 1):
+            yield min(delay, self.cap)
+            delay *= self.factor
+
+
+def _code(error: ApiError) -> int:
+    return int(getattr(error.status, "code", 0) or 0)
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, ApiError):
+        return f"{_code(error)} {error.status.message or error.status.reason or ''}".strip()
+    return f"{type(error).__name__}: {error}"
+
+
+def _controller(meta: Any) -> str:
+    return next((ref.kind for ref in meta.ownerReferences or [] if ref.controller), "")
+
+
+def _resource_names(spec: Any) -> set[str]:
+    names: set[str] = set()
+    for container in [*(spec.containers or []), *(spec.initContainers or [])]:
+        resources = container.resources
+        if resources is not None:
+            names.update((resources.requests or {}).keys())
+            names.update((resources.limits or {}).keys())
+    return names
+
+
+def pod_facts(pod: Pod) -> PodFacts:
+    """What the decisions need of a lightkube Pod."""
+    meta, spec = pod.metadata, pod.spec
+    return PodFacts(
+        namespace=meta.namespace or "",
+        name=meta.name or "",
+        labels=dict(meta.labels or {}),
+        node_selector=dict(spec.nodeSelector or {}),
+        controller=_controller(meta),
+        gpu=uses_gpu(_resource_names(spec)),
+        phase=(pod.status.phase if pod.status is not None else None) or "Pending",
+        terminating=meta.deletionTimestamp is not None,
+        mirror=_MIRROR_ANNOTATION in (meta.annotations or {}),
+        empty_dir=any(volume.emptyDir is not None for volume in spec.volumes or []),
+    )
+
+
+def node_facts(node: Node) -> NodeFacts:
+    meta = node.metadata
+    return NodeFacts(
+        labels=dict(meta.labels or {}),
+        annotations=dict(meta.annotations or {}),
+        unschedulable=bool(node.spec.unschedulable) if node.spec is not None else False,
+    )
+
+
+@dataclass
+class NodeApi:
+    """The requests about one node, with retries of transient failures."""
+
+    client: Client
+    node: str
+    backoff: Backoff = Backoff()
+    sleep: Callable[[float], None] = time.sleep
+
+    def _call(self, what: str, request: Callable[[], T]) -> T:
+        delays = iter(self.backoff.delays())
+        while True:
+            try:
+                return request()
+            except ApiError as error:
+                if _code(error) not in _TRANSIENT_CODES:
+                    raise KubeFailure(f"{what}: {_message(error)}") from None
+                failure: Exception = error
+            except httpx2.TransportError as error:
+                failure = error
+            delay = next(delays, None)
+            if delay is None:
+                raise KubeFailure(f"{what}: {_message(failure)} (gave up after {self.backoff.attempts} attempts)")
+            _log.warning("%s: %s; retrying in %.1f s", what, _message(failure), delay)
+            self.sleep(delay)
+
+    def read_node(self) -> NodeFacts:
+        return node_facts(self._call(f"get node {self.node}", lambda: self.client.get(Node, self.node)))
+
+    def pods(self) -> tuple[PodFacts, ...]:
+        def request() -> list[Pod]:
+            return list(self.client.list(Pod, namespace=ALL_NS, fields={"spec.nodeName": self.node}))
+
+        return tuple(pod_facts(pod) for pod in self._call(f"list pods on node {self.node}", request))
+
+    def _patch(self, what: str, body: dict[str, Any]) -> None:
+        self._call(what, lambda: self.client.patch(Node, self.node, body, patch_type=PatchType.MERGE))
+
+    def set_labels(self, labels: dict[str, str]) -> None:
+        self._patch(f"label node {self.node}", {"metadata": {"labels": labels}})
+
+    def cordon(self) -> None:
+        body = {"metadata": {"annotations": {CORDONED_ANNOTATION: "true"}}, "spec": {"unschedulable": True}}
+        self._patch(f"cordon node {self.node}", body)
+
+    def uncordon(self) -> None:
+        body = {"metadata": {"annotations": {CORDONED_ANNOTATION: None}}, "spec": {"unschedulable": False}}
+        self._patch(f"uncordon node {self.node}", body)
+
+    def evict(self, namespace: str, name: str) -> None:
+        """Evict one pod; raises :class:`EvictionRefused` on 429 (no retry here), succeeds when it is gone."""
+        eviction = Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace))
+
+        def request() -> None:
+            try:
+                self.client.create(eviction, name=name, namespace=namespace)
+            except ApiError as error:
+                if _code(error) == 404:
+                    return
+                if _code(error) == 429:
+                    raise EvictionRefused(_message(error)) from None
+                raise
+
+        self._call(f"evict pod {namespace}/{name}", request)

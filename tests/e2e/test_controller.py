@@ -1,0 +1,216 @@
+"""The operator controller against a real API server: 100 KWOK GPU nodes labelled, then a driver rollout.
+
+The controller labels every node, so this module runs on a control plane of its own (the session's fleet keeps
+its labels). The fleet config is rendered with the controller and its objects applied: the controller's
+ServiceAccount, RBAC and settings, and the driver and validator DaemonSets. 100 KWOK nodes carry only NFD's PCI
+label and one GPU pod each. The controller runs as a local process with a token of its rendered ServiceAccount.
+
+1. Labelling: every node gets `gpu.present` and the deploy labels, and then the operands' pods (the DaemonSets
+   select those labels) - a cluster without our AKS pools gets its operands.
+2. The API server refused none of the controller's requests; its status ConfigMap and metrics tell the result.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap, Node, Pod
+
+from gpu_operator.config import parse_config
+from gpu_operator.render import render
+from tests.e2e.agents import AGENT, service_account_token
+from tests.e2e.apply import KindTable, server_side_apply
+from tests.e2e.control_plane import KWOK_ANNOTATION, ControlPlane, free_port, start_control_plane
+from tests.e2e.nodes import FLEET_CONFIG
+from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
+from tests.e2e.report import note
+from tests.e2e.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "gpu-operator"
+NODES = 100
+MAX_PARALLEL, MAX_UNAVAILABLE = 20, "25%"
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+NO_VALIDATION, PDB_NODE, DELETED_NODE = "gpu-007", "gpu-013", "gpu-042"
+IN_PROGRESS = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
+               "pod-restart-required", "validation-required", "uncordon-required"}
+_KEPT = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Namespace"}
+Object = dict[str, Any]
+
+
+def _document(version: str) -> Object:
+    document = yaml.safe_load(FLEET_CONFIG.read_text())
+    document["namespace"] = NAMESPACE
+    document["operator"].setdefault("driver", {})["version"] = version
+    document["operator"]["driver"]["upgradePolicy"] = {
+        "maxParallelUpgrades": MAX_PARALLEL, "maxUnavailable": MAX_UNAVAILABLE,
+        "podDeletion": {"timeoutSeconds": 5}}
+    document["controller"] = {"validationTimeoutSeconds": 15, "resyncSeconds": 60}
+    return document
+
+
+def _objects(version: str) -> list[Object]:
+    """The controller's objects and the driver and validator DaemonSets, as the render gives them."""
+    chosen = []
+    for obj in render(parse_config(_document(version))):
+        name, kind = obj["metadata"]["name"], obj["kind"]
+        if (kind in _KEPT and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount"))) or name in (
+                "nvidia-driver-daemonset", "nvidia-operator-validator"):
+            chosen.append(obj)
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("controller-plane"))
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+def _node(index: int) -> Object:
+    name = f"gpu-{index:03d}"
+    resources = {"cpu": "96", "memory": "1800Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok",
+              "feature.node.kubernetes.io/pci-10de.present": "true"}
+    if name == NO_VALIDATION:
+        labels["nvidia.com/gpu.deploy.operator-validator"] = "false"  # kept by the labeller: no validator here
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1]}},
+            "status": {"capacity": resources, "allocatable": resources}}
+
+
+def _gpu_pod(node: str) -> Object:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"train-{node}", "namespace": "default", "labels": {"app": f"train-{node}"}},
+            "spec": {"nodeName": node, "containers": [{"name": "train", "image": "example.com/train:1",
+                                                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+@pytest.fixture(scope="module")
+def cluster(plane: ControlPlane) -> Client:
+    admin = plane.client()
+    table = KindTable()
+    objects = _objects("595.91.07")
+    nodes = [_node(i) for i in range(NODES)]
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "protect-training", "namespace": "default"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": f"train-{PDB_NODE}"}}}}
+    failures = server_side_apply(admin, [*objects, *nodes, pdb, *[_gpu_pod(n["metadata"]["name"]) for n in nodes]],
+                                 table, dry_run=False, field_manager="e2e-controller")
+    assert not failures, "\n".join(map(str, failures))
+    return admin
+
+
+@pytest.fixture(scope="module")
+def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    workdir = tmp_path_factory.mktemp("controller")
+    settings = cluster.get(ConfigMap, "gpu-operator-controller", namespace=NAMESPACE).data["controller.json"]
+    (workdir / "controller.json").write_text(settings)
+    token = service_account_token(cluster, NAMESPACE, "gpu-operator")
+    kubeconfig = plane.write_kubeconfig(workdir / "kubeconfig", token)
+    metrics_port = free_port()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1",
+           "KUBECONFIG": str(kubeconfig), "OPERATOR_NAMESPACE": NAMESPACE,
+           "GPU_OPERATOR_CONTROLLER_CONFIG": str(workdir / "controller.json")}
+    log = (workdir / "controller.log").open("w")
+    process = subprocess.Popen(
+        [str(AGENT), "operator", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+         f"--health-probe-bind-address=127.0.0.1:{free_port()}"],
+        env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
+    process.log_path = workdir / "controller.log"  # type: ignore[attr-defined]
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=15)
+        log.close()
+
+
+def _nodes(client: Client) -> dict[str, Any]:
+    return {node.metadata.name: node for node in client.list(Node)}
+
+
+def _pods(client: Client, app: str) -> list[Any]:
+    return list(client.list(Pod, namespace=NAMESPACE, labels={"app": app}))
+
+
+def _log_tail(controller: Any) -> str:
+    return "\n".join(Path(controller.log_path).read_text().splitlines()[-40:])
+
+
+def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(cluster: Client, controller: Any) -> None:
+    def labelled() -> bool:
+        assert controller.poll() is None, _log_tail(controller)
+        nodes = _nodes(cluster)
+        return len(nodes) == NODES and all(
+            (n.metadata.labels or {}).get("nvidia.com/gpu.deploy.driver") == "true" for n in nodes.values())
+
+    started = time.monotonic()
+    wait_until(labelled, timeout=90, what="the controller to label 100 nodes")
+    labelled_after = time.monotonic() - started
+    wait_until(lambda: len([p for p in _pods(cluster, "nvidia-driver-daemonset") if p.status.phase == "Running"])
+               == NODES, timeout=180, what="a driver pod Running on every node")
+    wait_until(lambda: all((n.metadata.labels or {}).get(STATE) == "upgrade-done" for n in _nodes(cluster).values()),
+               timeout=120, what="every node to start upgrade-done")
+    node = _nodes(cluster)["gpu-000"]
+    labels = node.metadata.labels
+    assert labels["nvidia.com/gpu.present"] == "true" and labels["nvidia.com/gpu.deploy.client"] == "true"
+    assert node.metadata.annotations["nvidia.com/gpu-driver-upgrade-enabled"] == "true"
+    assert _nodes(cluster)[NO_VALIDATION].metadata.labels["nvidia.com/gpu.deploy.operator-validator"] == "false"
+    note(f"controller: 100 nodes with only NFD's PCI label labelled in {labelled_after:.1f} s; driver pods followed")
+    assert controller.poll() is None, _log_tail(controller)
+
+
+def test_the_controller_needed_no_request_its_rbac_refuses(plane: ControlPlane, cluster: Client,
+                                                            controller: Any) -> None:
+    wait_until(lambda: bool(_status(cluster)), timeout=30, what="the status ConfigMap")
+    assert yaml.safe_load(_status(cluster)["nodes"])["gpu-000"]["upgrade"] == "upgrade-done"
+    with urllib.request.urlopen(controller.metrics_url, timeout=5) as response:
+        text = response.read().decode()
+    assert f"gpu_operator_gpu_nodes_total {float(NODES)}" in text
+    requests = audited_requests(plane.audit_events(f"system:serviceaccount:{NAMESPACE}:gpu-operator"))
+    assert requests and not forbidden(requests), forbidden(requests)[:5]
+    unused = unused_grants(granted_rules(_objects("595.91.07"), NAMESPACE, "gpu-operator"), requests)
+    note(f"controller RBAC: {len(requests)} requests while labelling {NODES} nodes, none refused; grants no "
+         f"request used yet (the upgrade's): {unused or 'none'}")
+    assert controller.poll() is None, _log_tail(controller)
+
+
+def _histogram(client: Client) -> str:
+    """Where the nodes are: (state, cordoned, driver pod revision, validator ready) -> nodes."""
+    drivers = {p.spec.nodeName: (p.metadata.labels or {}).get("controller-revision-hash", "")
+               + ("(terminating)" if p.metadata.deletionTimestamp else "") for p in _pods(client, "nvidia-driver-daemonset")}
+    validators = {p.spec.nodeName: any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or ())
+                  for p in _pods(client, "nvidia-operator-validator")}
+    rows: dict[tuple[Any, ...], list[str]] = {}
+    for name, node in sorted(_nodes(client).items()):
+        key = ((node.metadata.labels or {}).get(STATE), bool(node.spec.unschedulable), drivers.get(name),
+               validators.get(name))
+        rows.setdefault(key, []).append(name)
+    return "\n".join(f"{key}: {len(names)} {names[:4]}" for key, names in rows.items())
+
+
+def _status(client: Client) -> dict[str, str]:
+    try:
+        return dict(client.get(ConfigMap, "gpu-operator-status", namespace=NAMESPACE).data or {})
+    except Exception:
+        return {}
