@@ -280,3 +280,31 @@ def test_agents_requirements_satisfy_the_generated_code() -> None:
     for name, floor in _generated_floors().items():
         lower = [Version(s.version) for s in requirements[name].specifier if s.operator in (">=", "==", "~=")]
         assert lower and max(lower) >= floor, f"generated code needs {name}>={floor}, the list allows older"
+
+
+def _dependencies(name: str, extras: frozenset[str]) -> set[tuple[str, frozenset[str]]]:
+    """The distributions `name[extras]` requires here, with the extras asked of each."""
+    found = set()
+    for line in importlib.metadata.requires(name) or ():
+        requirement = Requirement(line)
+        environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
+        if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+            found.add((canonicalize_name(requirement.name), frozenset(requirement.extras)))
+    return found
+
+
+def test_the_agents_requirements_bring_lightkubes_own_dependencies() -> None:
+    """The image resolves requirements-agents.txt (test_dockerfile): lightkube, the agents' Kubernetes client,
+    arrives with msgspec, the models, and httpx2 with the HTTP/2 and websocket extras it asks for."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    pending = [(name, frozenset(requirement.extras)) for name, requirement in _agent_requirements().items()]
+    while pending:
+        item = pending.pop()
+        if item not in seen:
+            seen.add(item)
+            pending.extend(_dependencies(*item))
+    names = {name for name, _ in seen}
+    assert {"lightkube", "lightkube-models", "httpx2", "httpcore2", "msgspec", "pyyaml", "h2", "wsproto"} <= names
+    for name in names:
+        assert importlib.metadata.version(name), f"{name} is not installed"
+

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gpu_operator.agents.kube import NODES, AlreadyExists, KubeClient, KubeError, NotFound, Resource, label_selector
+from gpu_operator.agents.kube import NODES, AlreadyExists, KubeClient, KubeError, NotFound, Resource
 from gpu_operator.agents.nvml import GpuInfo, MigDevice, SystemInfo
 
 __all__ = [
@@ -160,9 +160,9 @@ class GpuDevicePublisher:
 
     def _existing(self) -> dict[str, Object]:
         if _LABEL_VALUE.fullmatch(self._node) and len(self._node) <= 63:
-            found = self._client.list(GPU_DEVICES, label_selector=label_selector({NODE_LABEL: self._node})).items
+            found = self._client.list(GPU_DEVICES, labels={NODE_LABEL: self._node})
         else:
-            found = [o for o in self._client.list(GPU_DEVICES).items if o.get("spec", {}).get("nodeName") == self._node]
+            found = [o for o in self._client.list(GPU_DEVICES) if o.get("spec", {}).get("nodeName") == self._node]
         return {obj["metadata"]["name"]: obj for obj in found}
 
     def _write(self, desired: Object, current: Object | None) -> None:

@@ -1,177 +1,181 @@
-"""`KubeClient`: the small Kubernetes API client every agent shares.
+"""`KubeClient`: a `lightkube.Client` shaped for the agents - plain dicts in and out, our exceptions, retries.
 
-It speaks to the REST API directly - get, list (all pages), create, replace, patch (JSON merge, JSON patch or
-strategic merge), delete and watch, for any resource type given as a :class:`Resource` - and returns objects as
-plain dicts, as the API serves them. Failures are the exceptions of :mod:`.errors`; transient ones are retried
-by the transport first. There is no cache, no informer and no code generation: the agents make a handful of
-calls and keep no copy of the cluster.
+The configuration is an explicit kubeconfig, else the first existing file in `$KUBECONFIG`, else the pod's
+service account when `$KUBERNETES_SERVICE_HOST` says it runs in a cluster; lightkube reads each. A call is retried
+with jittered exponential backoff while :func:`.errors.retryable` allows, then raises the exception of
+:mod:`.errors`. lightkube reopens every watch the server ends; so that ours ends on time, it runs on a client of
+its own, closed just before the server-side timeout.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
 
-from gpu_operator.agents.kube.config import ClusterConfig, load_config
-from gpu_operator.agents.kube.resources import Resource
-from gpu_operator.agents.kube.retry import DEFAULT_RETRY, RetryPolicy
-from gpu_operator.agents.kube.transport import DEFAULT_TIMEOUT, HttpTransport, Query
-from gpu_operator.agents.kube.watch import WatchEvent, parse_events
+import httpx2
+import yaml
+from lightkube import ALL_NS, Client, ConfigError, KubeConfig, SingleConfig
+from lightkube.types import CascadeType, PatchType
 
-__all__ = ["KubeClient", "ObjectList", "PatchType"]
+from gpu_operator.agents.kube.errors import KubeConfigError, kube_error, retry_after, retryable
+from gpu_operator.agents.kube.resources import Resource, generic_model
 
+__all__ = ["SERVICE_ACCOUNT_DIR", "KubeClient", "PatchType", "RetryPolicy", "load_config"]
+
+_log = logging.getLogger(__name__)
+logging.getLogger("httpx2").setLevel(logging.WARNING)  # else one INFO line per request; failures are logged here
 Object = dict[str, Any]
-#: Extra seconds a watch's socket waits beyond the server-side timeout before giving up on a silent server.
-_WATCH_SLACK = 15.0
+Selector = Mapping[str, Any]  # lightkube's: {"app": "x"}, {"app": ["x", "y"]} (in), {"spec.nodeName": "n1"}
+T = TypeVar("T")
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+_CONFIG_ERRORS = (ConfigError, OSError, KeyError, ValueError, TypeError, AssertionError, yaml.YAMLError)
 
 
-class PatchType(Enum):
-    """The patch formats the API server accepts, by content type."""
-
-    MERGE = "application/merge-patch+json"
-    JSON = "application/json-patch+json"
-    STRATEGIC = "application/strategic-merge-patch+json"
+def load_config(environ: Mapping[str, str] | None = None, kubeconfig: str | None = None,
+                service_account_dir: str = SERVICE_ACCOUNT_DIR) -> SingleConfig:
+    """An explicit kubeconfig, else `$KUBECONFIG`'s first existing file, else the in-cluster service account."""
+    env = os.environ if environ is None else environ
+    listed = [kubeconfig] if kubeconfig else [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    found = next((p for p in listed if Path(p).expanduser().is_file()), None)
+    if listed and found is None:
+        raise KubeConfigError(f"no kubeconfig file at {', '.join(listed)}")
+    if found is None and not env.get("KUBERNETES_SERVICE_HOST"):
+        raise KubeConfigError("not running in a cluster ($KUBERNETES_SERVICE_HOST is not set) and no kubeconfig")
+    try:
+        return (KubeConfig.from_file(found) if found else KubeConfig.from_service_account(service_account_dir)).get()
+    except _CONFIG_ERRORS as error:
+        raise KubeConfigError(f"unusable Kubernetes configuration: {error}") from error
 
 
 @dataclass(frozen=True, slots=True)
-class ObjectList:
-    """The items of a list, and the resource version to start a watch from."""
+class RetryPolicy:
+    """`attempts` tries (the first included), waiting `initial_delay` doubled each time up to `max_delay`,
+    +/- `jitter`, and at least the server's `Retry-After` up to `max_retry_after`."""
 
-    items: list[Object]
-    resource_version: str | None
+    attempts: int = 5
+    initial_delay: float = 0.25
+    max_delay: float = 8.0
+    max_retry_after: float = 30.0
+    jitter: float = 0.2
+    random: Callable[[], float] = field(default=random.random, compare=False, repr=False)
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number `retry` (1 for the first retry)."""
+        backoff = min(self.max_delay, self.initial_delay * 2 ** (retry - 1))
+        backoff *= 1.0 + self.jitter * (2.0 * self.random() - 1.0)
+        return max(backoff, min(retry_after or 0.0, self.max_retry_after))
 
 
-def _decode(data: bytes) -> Object:
-    return json.loads(data) if data.strip() else {}
+def _namespace(resource: Resource, namespace: str | None, *, required: bool = True) -> str | None:
+    if not resource.namespaced and namespace:
+        raise ValueError(f"{resource.plural} are cluster-scoped; no namespace applies")
+    if resource.namespaced and not namespace and required:
+        raise ValueError(f"{resource.plural} are namespaced: a namespace is required")
+    return namespace or (ALL_NS if resource.namespaced else None)
 
 
 class KubeClient:
-    """API calls against one cluster; `namespace` is the configuration's default namespace, if any."""
+    """API calls against one cluster; `namespace` is the configuration's context namespace, if it names one."""
 
-    def __init__(
-        self, config: ClusterConfig, *, retry: RetryPolicy = DEFAULT_RETRY, timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
-        self.config = config
-        self.namespace = config.namespace
-        self._http = HttpTransport(config, retry=retry, timeout=timeout)
+    def __init__(self, config: SingleConfig, *, retry: RetryPolicy = RetryPolicy(), timeout: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config, self.namespace = config, config.context.namespace
+        self._retry, self._timeout, self._sleep = retry, httpx2.Timeout(timeout), sleep
+        self._client = self._new_client()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, kubeconfig: str | None = None) -> KubeClient:
         """The client for this process: kubeconfig (explicit or `$KUBECONFIG`), else the pod's service account."""
         return cls(load_config(environ, kubeconfig))
 
+    def _new_client(self) -> Client:
+        try:
+            return Client(self.config, timeout=self._timeout)
+        except _CONFIG_ERRORS as error:
+            raise KubeConfigError(f"unusable configuration for {self.config.cluster.server}: {error}") from error
+
     def close(self) -> None:
-        self._http.close()
+        self._client.close()
 
-    @staticmethod
-    def _object_path(resource: Resource, name: str, namespace: str | None, subresource: str | None = None) -> str:
-        if resource.namespaced and not namespace:
-            raise ValueError(f"{resource.plural} are namespaced: a namespace is required")
-        return resource.path(namespace, name, subresource)
+    def _call(self, method: str, what: str, call: Callable[[], T]) -> T:
+        for attempt in range(1, self._retry.attempts + 1):
+            try:
+                return call()
+            except (httpx2.HTTPError, ConfigError) as error:
+                failure = kube_error(error)
+                if attempt == self._retry.attempts or not retryable(method, error, failure):
+                    raise failure from error
+                delay = self._retry.delay(attempt, retry_after(error))
+                _log.warning("%s %s: %s; retrying in %.2fs (attempt %d of %d)", method, what, failure, delay,
+                             attempt + 1, self._retry.attempts)
+                self._sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def get(
-        self, resource: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
-    ) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         """One object; NotFound when it does not exist."""
-        return _decode(self._http.request("GET", self._object_path(resource, name, namespace, subresource)))
+        ns = _namespace(resource, namespace)
+        return dict(self._call("GET", name, lambda: self._client.get(generic_model(resource), name, namespace=ns)))
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-    ) -> ObjectList:
-        """Every matching object (all pages); `namespace` None lists across namespaces."""
-        items: list[Object] = []
-        token: str | None = None
-        version: str | None = None
-        while True:
-            query: Query = {
-                "labelSelector": label_selector,
-                "fieldSelector": field_selector,
-                "limit": page_size,
-                "continue": token,
-            }
-            page = _decode(self._http.request("GET", resource.path(namespace), query=query))
-            items.extend(page.get("items") or [])
-            metadata = page.get("metadata") or {}
-            version = metadata.get("resourceVersion", version)
-            token = metadata.get("continue") or None
-            if token is None:
-                return ObjectList(items, version)
+    def list(self, resource: Resource, namespace: str | None = None, *, labels: Selector | None = None,
+             fields: Selector | None = None, page_size: int = 500) -> list[Object]:
+        """Every matching object, all pages read; `namespace` None lists across namespaces."""
+        ns, model = _namespace(resource, namespace, required=False), generic_model(resource)
+        return self._call("GET", resource.plural, lambda: [dict(item) for item in self._client.list(
+            model, namespace=ns, chunk_size=page_size, labels=labels, fields=fields)])
 
     def create(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Object:
         """Create an object (`metadata.generateName` lets the server pick the name); AlreadyExists on a clash."""
-        path = resource.path(namespace) if not resource.namespaced or namespace else None
-        if path is None:
-            raise ValueError(f"{resource.plural} are namespaced: a namespace is required")
-        return _decode(self._http.request("POST", path, body=dict(body)))
+        ns, obj = _namespace(resource, namespace), generic_model(resource)(body)
+        return dict(self._call("POST", resource.plural, lambda: self._client.create(obj, namespace=ns)))
 
     def replace(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Object:
         """Replace an object (PUT); Conflict when `metadata.resourceVersion` is stale."""
-        name = body["metadata"]["name"]
-        return _decode(self._http.request("PUT", self._object_path(resource, name, namespace), body=dict(body)))
+        ns, obj = _namespace(resource, namespace), generic_model(resource)(body)
+        return dict(self._call("PUT", body["metadata"]["name"], lambda: self._client.replace(obj, namespace=ns)))
 
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = PatchType.MERGE,
-        subresource: str | None = None,
-    ) -> Object:
-        """Patch an object: a merge patch (a partial object) or a JSON patch (a list of operations)."""
-        body = json.dumps(patch if isinstance(patch, Mapping) else list(patch)).encode()
-        path = self._object_path(resource, name, namespace, subresource)
-        return _decode(self._http.request("PATCH", path, body=body, content_type=patch_type.value))
+    def patch(self, resource: Resource, name: str, patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+              namespace: str | None = None, *, patch_type: PatchType = PatchType.MERGE) -> Object:
+        """Patch an object: a merge patch (a partial object) by default, or a JSON patch (a list of operations)."""
+        ns, model = _namespace(resource, namespace), generic_model(resource)
+        body = dict(patch) if isinstance(patch, Mapping) else [dict(op) for op in patch]
+        return dict(self._call("PATCH", name, lambda: self._client.patch(model, name, body, namespace=ns,
+                                                                         patch_type=patch_type)))
 
-    def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        grace_period_seconds: int | None = None,
-        propagation_policy: str | None = None,
-    ) -> Object:
-        """Delete an object (NotFound when it is already gone); returns what the server answers."""
-        options: Object = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        return _decode(self._http.request("DELETE", self._object_path(resource, name, namespace), body=options))
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+               grace_period_seconds: int | None = None, propagation_policy: str | None = None) -> None:
+        """Delete an object; NotFound when it is already gone."""
+        ns, model = _namespace(resource, namespace), generic_model(resource)
+        cascade = CascadeType(propagation_policy) if propagation_policy else None
+        self._call("DELETE", name, lambda: self._client.delete(model, name, namespace=ns,
+                                                               grace_period=grace_period_seconds, cascade=cascade))
 
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-    ) -> Iterator[WatchEvent]:
-        """Changes to matching objects after `resource_version` until the server ends the watch (after
-        `timeout_seconds`). Without a resource version the server first sends every current object as ADDED.
-        Raises Gone when the resource version is too old to resume from."""
-        query: Query = {
-            "watch": True,
-            "labelSelector": label_selector,
-            "fieldSelector": field_selector,
-            "resourceVersion": resource_version,
-            "allowWatchBookmarks": True,
-            "timeoutSeconds": timeout_seconds,
-        }
-        with self._http.stream(
-            resource.path(namespace), query=query, read_timeout=timeout_seconds + _WATCH_SLACK
-        ) as lines:
-            yield from parse_events(lines)
+    def watch(self, resource: Resource, namespace: str | None = None, *, labels: Selector | None = None,
+              fields: Selector | None = None, resource_version: str | None = None,
+              timeout_seconds: int = 300) -> Iterator[tuple[str, Object]]:
+        """(event type, object) for each change after `resource_version` (without one, every current object first
+        as ADDED) until the server ends the watch after `timeout_seconds`; one it ends sooner is reopened, except in
+        the last half second. Raises Gone when the version is too old, ApiUnreachable when the watch breaks."""
+        ns, client, ended = _namespace(resource, namespace, required=False), self._new_client(), threading.Event()
+        timer = threading.Timer(max(0.0, timeout_seconds - 0.5), lambda: (ended.set(), client.close()))
+        timer.daemon = True
+        timer.start()
+        try:
+            for kind, obj in client.watch(generic_model(resource), namespace=ns, labels=labels, fields=fields,
+                                          resource_version=resource_version, server_timeout=timeout_seconds):
+                yield kind, dict(obj)
+        except (httpx2.HTTPError, ConfigError) as error:
+            if not ended.is_set():
+                raise kube_error(error) from error
+        except RuntimeError:  # "the client has been closed": lightkube reopening a watch whose time is up
+            if not ended.is_set():
+                raise
+        finally:
+            timer.cancel()
+            client.close()

@@ -1,189 +1,106 @@
-"""Kubernetes API failures as exceptions of our own.
+"""Kubernetes API failures as exceptions the agents catch by meaning, mapped once from lightkube's and httpx2's.
 
-The API server answers a failed request with an HTTP status and, usually, a `Status` object whose `reason`
-says what went wrong in the API's own words (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, `Expired`,
-...). Every failure is mapped once, here, onto a small hierarchy the agents can catch by meaning: the reason
-decides first (409 is `AlreadyExists` or `Conflict` depending on it), the status code second. Failures that never
-reached an answer (refused connection, reset, timeout, TLS) are `ApiUnreachable`; a missing or unusable client
-configuration is `KubeConfigError`.
+lightkube raises `lightkube.ApiError` (carrying the decoded `Status`) for error answers, a bare
+`httpx2.HTTPStatusError` for answers it leaves undecoded (a watch's, or a body that is not JSON), an
+`httpx2.TransportError` when no answer came, and `lightkube.ConfigError` for unusable configuration.
+:func:`kube_error` maps each, by the status code (and the `Status` reason where one code has two meanings: 409
+`AlreadyExists` or `Conflict`). :func:`retryable` says which failures are worth another attempt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
-from typing import Any
+from http import HTTPStatus
 
-__all__ = [
-    "AlreadyExists",
-    "ApiError",
-    "ApiUnreachable",
-    "BadRequest",
-    "Conflict",
-    "Forbidden",
-    "Gone",
-    "Invalid",
-    "KubeConfigError",
-    "KubeError",
-    "MethodNotAllowed",
-    "NotFound",
-    "ServerError",
-    "ServerTimeout",
-    "TooManyRequests",
-    "Unauthorized",
-    "api_error",
-    "status_body",
-]
+import httpx2
+from lightkube import ApiError as LightkubeApiError
+from lightkube import ConfigError
+
+__all__ = ["AlreadyExists", "ApiError", "ApiUnreachable", "Conflict", "Forbidden", "Gone", "KubeConfigError",
+           "KubeError", "NotFound", "ServerError", "TooManyRequests", "Unauthorized", "kube_error", "retry_after",
+           "retryable"]
 
 
-class KubeError(Exception):
-    """Anything that kept a Kubernetes API call from succeeding."""
-
-
-class KubeConfigError(KubeError):
-    """No usable API server configuration (no service account, no kubeconfig, or an unsupported one)."""
-
-
-class ApiUnreachable(KubeError):
-    """The request got no HTTP answer: connection refused or reset, timeout, TLS failure."""
+class KubeError(Exception): """Anything that kept a Kubernetes API call from succeeding."""
+class KubeConfigError(KubeError): """No usable API server configuration: no service account or kubeconfig, or bad."""
+class ApiUnreachable(KubeError): """The request got no HTTP answer: connection refused or reset, timeout, TLS."""
 
 
 class ApiError(KubeError):
     """The API server answered with an error status; `reason` is the Status reason (`NotFound`, ...)."""
 
-    def __init__(self, status: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(f"{message} ({status} {reason})" if message else f"{status} {reason}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.details: Mapping[str, Any] = details or {}
+        self.status, self.reason, self.message = status, reason, message
 
 
-class BadRequest(ApiError):
-    """The request itself is malformed (400)."""
+class Unauthorized(ApiError): """The credentials were missing, expired or rejected (401)."""
+class Forbidden(ApiError): """RBAC does not allow this request (403)."""
+class NotFound(ApiError): """The object, or the resource type itself, does not exist (404)."""
+class Conflict(ApiError): """The object changed since it was read (409 Conflict): read it again and retry."""
+class AlreadyExists(Conflict): """An object with this name already exists (409 AlreadyExists)."""
+class Gone(ApiError): """The resource version asked for is too old (410 Expired): read again before watching."""
+class TooManyRequests(ApiError): """The server is throttling this client (429)."""
+class ServerError(ApiError): """The server failed (5xx)."""
 
 
-class Unauthorized(ApiError):
-    """The credentials were missing, expired or rejected (401)."""
+_BY_REASON: dict[str, type[ApiError]] = {"AlreadyExists": AlreadyExists}  # 409 is a Conflict otherwise
+_BY_STATUS: dict[int, type[ApiError]] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 410: Gone,
+                                         429: TooManyRequests}
 
 
-class Forbidden(ApiError):
-    """RBAC does not allow this request (403)."""
+_PHRASES = {status.value: status.phrase.replace(" ", "") for status in HTTPStatus}  # a reason for a bare code
 
 
-class NotFound(ApiError):
-    """The object, or the resource type itself, does not exist (404)."""
+def _api_error(code: int, reason: str | None, message: str | None) -> ApiError:
+    reason = reason or _PHRASES.get(code, "Unknown")
+    kind = _BY_REASON.get(reason) or _BY_STATUS.get(code) or (ServerError if code >= 500 else ApiError)
+    return kind(code, reason, message or "")
 
 
-class MethodNotAllowed(ApiError):
-    """The resource does not support this verb (405)."""
+def _undecoded(response: httpx2.Response) -> ApiError:
+    """An answer lightkube left undecoded: its `Status` if the body is one, else the body's text."""
+    text = ""
+    with contextlib.suppress(httpx2.HTTPError, RuntimeError):  # a closed stream has nothing more to read
+        text = response.read().decode(errors="replace")
+    with contextlib.suppress(ValueError):
+        found = json.loads(text)
+        if isinstance(found, dict) and found.get("kind") == "Status":
+            code = int(found.get("code") or response.status_code)
+            return _api_error(code, found.get("reason"), found.get("message"))
+    return _api_error(response.status_code, None, text.strip()[:500])
 
 
-class Conflict(ApiError):
-    """The object changed since it was read (409 Conflict): re-read and try again."""
+def kube_error(error: Exception) -> KubeError:
+    """Our exception for a failure lightkube or httpx2 raised."""
+    if isinstance(error, LightkubeApiError):
+        return _api_error(error.status.code or 500, error.status.reason, error.status.message)
+    if isinstance(error, httpx2.HTTPStatusError):
+        return _undecoded(error.response)
+    if isinstance(error, httpx2.TransportError):
+        host = "the API server"
+        with contextlib.suppress(RuntimeError):  # an error raised outside a request has none
+            host = str(error.request.url.host)
+        return ApiUnreachable(f"no answer from {host}: {type(error).__name__}: {error}")
+    if isinstance(error, ConfigError):
+        return KubeConfigError(str(error))
+    return KubeError(f"{type(error).__name__}: {error}")
 
 
-class AlreadyExists(Conflict):
-    """An object with this name already exists (409 AlreadyExists)."""
+def retry_after(error: Exception) -> float | None:
+    """The seconds the server asked to wait before trying again (`Retry-After`), if it did."""
+    with contextlib.suppress(AttributeError, KeyError, ValueError):
+        return float(error.response.headers["retry-after"])  # type: ignore[attr-defined]
+    return None
 
 
-class Gone(ApiError):
-    """The resource version asked for is too old (410 Expired/Gone): re-list before watching again."""
-
-
-class Invalid(ApiError):
-    """The object does not pass validation (422)."""
-
-
-class TooManyRequests(ApiError):
-    """The server is throttling this client (429); retried with backoff before it surfaces."""
-
-
-class ServerError(ApiError):
-    """The server failed (5xx); retried with backoff before it surfaces."""
-
-
-class ServerTimeout(ServerError):
-    """The server gave up on the request (504, or reason Timeout / ServerTimeout)."""
-
-
-#: Status reason -> exception; consulted before the status code.
-_BY_REASON: dict[str, type[ApiError]] = {
-    "BadRequest": BadRequest,
-    "Unauthorized": Unauthorized,
-    "Forbidden": Forbidden,
-    "NotFound": NotFound,
-    "MethodNotAllowed": MethodNotAllowed,
-    "AlreadyExists": AlreadyExists,
-    "Conflict": Conflict,
-    "Gone": Gone,
-    "Expired": Gone,
-    "Invalid": Invalid,
-    "TooManyRequests": TooManyRequests,
-    "InternalError": ServerError,
-    "ServiceUnavailable": ServerError,
-    "Timeout": ServerTimeout,
-    "ServerTimeout": ServerTimeout,
-}
-
-#: HTTP status -> exception, for answers without a known reason.
-_BY_STATUS: dict[int, type[ApiError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    405: MethodNotAllowed,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
-    504: ServerTimeout,
-}
-
-#: The reason the API server would give for a bare status code.
-_DEFAULT_REASON: dict[int, str] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    409: "Conflict",
-    410: "Expired",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
-
-def status_body(body: bytes | str | Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The `Status` object in an error answer, or {} when the body is something else."""
-    if isinstance(body, Mapping):
-        return body
-    if not body:
-        return {}
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
-
-
-def _exception_class(status: int, reason: str) -> type[ApiError]:
-    if reason in _BY_REASON:
-        return _BY_REASON[reason]
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    return ServerError if status >= 500 else ApiError
-
-
-def api_error(status: int, body: bytes | str | Mapping[str, Any] | None) -> ApiError:
-    """The exception for an error answer: class by Status reason, then by HTTP status."""
-    found = status_body(body)
-    code = int(found.get("code") or status)
-    reason = str(found.get("reason") or _DEFAULT_REASON.get(code, "Unknown"))
-    message = str(found.get("message") or "")
-    if not message and isinstance(body, bytes | str) and not found:
-        message = (body.decode(errors="replace") if isinstance(body, bytes) else body).strip()[:500]
-    return _exception_class(code, reason)(code, reason, message, found.get("details"))
+def retryable(method: str, error: Exception, failure: KubeError) -> bool:
+    """Throttling, a connection never made, a server error on an idempotent verb (or where the server asked to come
+    back), another lost answer on an idempotent verb (a POST that timed out may have created its object)."""
+    if isinstance(failure, TooManyRequests) or isinstance(error, httpx2.ConnectError | httpx2.ConnectTimeout):
+        return True
+    idempotent = method in ("GET", "PUT", "DELETE")
+    if isinstance(failure, ServerError):
+        return idempotent or retry_after(error) is not None
+    return idempotent and isinstance(failure, ApiUnreachable)

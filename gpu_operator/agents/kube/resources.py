@@ -1,32 +1,22 @@
-"""Resource types and their REST paths.
+"""Resource types by group, version and plural, and the lightkube generic resource each one is served as.
 
-A resource type is addressed by group, version and plural name: the core group lives under `/api/v1`,
-every other group under `/apis/<group>/<version>`. Namespaced resources add `/namespaces/<ns>`; an object adds
-its name, and a subresource (`status`, `eviction`, ...) follows the name. The types the agents use are
-declared here once; an agent with its own custom resource declares a `Resource` beside its code.
+The agents keep objects as plain dicts, so every type - core ones too - goes through lightkube as a generic
+resource (a dict subclass) rather than lightkube's typed models. The classes are built with lightkube's
+`create_api_info` but not registered: `create_global_resource`/`create_namespaced_resource` would put them in
+lightkube's process-wide registry, where a generic `v1/Pod` would change what other lightkube users in the same
+process load for `Pod`, and a typed class registered first would be handed back instead of a dict one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import quote
+from functools import cache
 
-__all__ = [
-    "CONFIG_MAPS",
-    "DAEMON_SETS",
-    "EVENTS",
-    "NAMESPACES",
-    "NODES",
-    "NODE_FEATURES",
-    "PODS",
-    "Resource",
-    "label_selector",
-]
+from lightkube.core.resource import Resource as LightkubeResource
+from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
 
-
-def _segment(text: str) -> str:
-    return quote(text, safe="")
+__all__ = ["CONFIG_MAPS", "DAEMON_SETS", "EVENTS", "NAMESPACES", "NODES", "NODE_FEATURES", "PODS", "Resource",
+           "generic_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,25 +34,13 @@ class Resource:
         """The `apiVersion` of its objects: `v1`, `apps/v1`, `nfd.k8s-sigs.io/v1alpha1`."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
-    def base(self) -> str:
-        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        """The REST path of the collection (name None) or of one object; `namespace` None means all namespaces."""
-        if not self.namespaced and namespace:
-            raise ValueError(f"{self.plural} are cluster-scoped; no namespace applies")
-        if subresource and not name:
-            raise ValueError("a subresource needs an object name")
-        parts = [self.base]
-        if self.namespaced and namespace:
-            parts.append(f"namespaces/{_segment(namespace)}")
-        parts.append(self.plural)
-        if name:
-            parts.append(_segment(name))
-        if subresource:
-            parts.append(subresource)
-        return "/".join(parts)
+@cache
+def generic_model(resource: Resource) -> type[LightkubeResource]:
+    """The lightkube generic resource class (a dict subclass) for a resource type."""
+    base = GenericNamespacedResource if resource.namespaced else GenericGlobalResource
+    info = create_api_info(resource.group, resource.version, resource.kind, resource.plural)
+    return type(resource.kind, (base,), {"_api_info": info})
 
 
 PODS = Resource("", "v1", "pods", "Pod")
@@ -73,8 +51,3 @@ EVENTS = Resource("", "v1", "events", "Event")
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet")
 #: NFD's per-node feature objects (what GFD publishes with the NodeFeature API).
 NODE_FEATURES = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures", "NodeFeature")
-
-
-def label_selector(labels: Mapping[str, str]) -> str:
-    """An equality-based selector matching every given label: `app=x,tier=y`."""
-    return ",".join(f"{key}={value}" for key, value in labels.items())

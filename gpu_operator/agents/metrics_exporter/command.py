@@ -25,7 +25,6 @@ from gpu_operator.agents.exposition import (
     landing_route,
     metrics_route,
 )
-from gpu_operator.agents.kube import KubeClient, KubeConfigError
 from gpu_operator.agents.kubelet import PodResourcesClient, PodResourcesError
 from gpu_operator.agents.metrics_exporter.collector import (
     Attribution,
@@ -117,6 +116,9 @@ def _pod_sources(settings: Settings, environ: Mapping[str, str]) -> tuple[PodRes
         raise ExporterFailure(str(error)) from error
     if not (settings.pod_uid or settings.pod_labels or settings.virtual_gpus):
         return pods, None
+    # loaded only here: lightkube and httpx2 add ~6 MiB to an exporter that never asks the API server
+    from gpu_operator.agents.kube import KubeClient, KubeConfigError
+
     try:
         return pods, ApiPods(KubeClient.from_environment(environ), settings.node_name)
     except KubeConfigError as error:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpu_operator.agents.exposition import Labels
-from gpu_operator.agents.kube import PODS, KubeClient, KubeError
+
+if TYPE_CHECKING:  # the API client (lightkube, httpx2: ~6 MiB) is loaded only by an exporter that uses it
+    from gpu_operator.agents.kube import KubeClient
 
 __all__ = [
     "ApiPods",
@@ -118,11 +120,13 @@ class ApiPods:
 
     def __init__(self, client: KubeClient, node_name: str) -> None:
         self._client = client
-        self._selector = f"spec.nodeName={node_name}" if node_name else None
+        self._fields = {"spec.nodeName": node_name} if node_name else None
 
     def pods(self) -> Mapping[tuple[str, str], PodMetadata]:
+        from gpu_operator.agents.kube import PODS, KubeError
+
         try:
-            listed = self._client.list(PODS, field_selector=self._selector)
+            listed = self._client.list(PODS, fields=self._fields)
         except KubeError as error:
             raise PodMetadataError(f"listing this node's pods failed: {error}") from error
-        return dict(_metadata(item) for item in listed.items)
+        return dict(_metadata(item) for item in listed)

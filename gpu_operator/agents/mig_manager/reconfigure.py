@@ -141,22 +141,18 @@ class Reconfigurer:
             self._patch({label: PAUSED for label in restore})
         return restore
 
-    def _node_pods(self, selector: str) -> list[dict[str, object]]:
+    def _node_pods(self, apps: list[str]) -> list[dict[str, object]]:
         return self._kube.list(
-            PODS,
-            self._settings.namespace,
-            label_selector=selector,
-            field_selector=f"spec.nodeName={self._settings.node}",
-        ).items
+            PODS, self._settings.namespace, labels={"app": apps}, fields={"spec.nodeName": self._settings.node}
+        )
 
     def _wait_for_operands(self, paused: Mapping[str, str]) -> None:
         apps = [app for label, app in DEPLOY_LABELS.items() if app is not None and label in paused]
         if not apps:
             return
-        selector = f"app in ({','.join(apps)})"
         deadline = self._clock() + self._settings.pod_timeout
         while True:
-            pods = self._node_pods(selector)
+            pods = self._node_pods(apps)
             remaining = [str((p.get("metadata") or {}).get("name")) for p in pods]  # type: ignore[union-attr]
             if not remaining:
                 return
@@ -168,7 +164,7 @@ class Reconfigurer:
             self._sleep(self._settings.poll_interval)
 
     def _delete_pods(self, apps: str) -> None:
-        for pod in self._node_pods(f"app in ({apps})"):
+        for pod in self._node_pods(apps.split(",")):
             try:
                 self._kube.delete(PODS, pod["metadata"]["name"], self._settings.namespace)  # type: ignore[index]
             except NotFound:

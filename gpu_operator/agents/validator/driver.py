@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from gpu_operator.agents.kube import DAEMON_SETS, KubeError, label_selector
+from gpu_operator.agents.kube import DAEMON_SETS, KubeError
 from gpu_operator.agents.validator.context import Context
 from gpu_operator.agents.validator.dev_char import ISSUE_HINT, DevCharSetup
 from gpu_operator.agents.validator.driver_probe import DriverProbe, probe_driver
@@ -80,12 +80,10 @@ def _host_driver(ctx: Context) -> ValidatedDriver | None:
 
 def _managed_by_operator(ctx: Context) -> bool:
     try:
-        found = ctx.kube().list(
-            DAEMON_SETS, ctx.settings.namespace or None, label_selector=label_selector(DRIVER_DAEMONSET_LABEL)
-        )
+        found = ctx.kube().list(DAEMON_SETS, ctx.settings.namespace or None, labels=DRIVER_DAEMONSET_LABEL)
     except KubeError as error:
         raise ValidationFailed(f"error checking if the driver is managed by the GPU operator: {error}") from error
-    return bool(found.items)
+    return bool(found)
 
 
 def _driver_container_flags(ctx: Context) -> dict[str, bool]:

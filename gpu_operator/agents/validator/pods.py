@@ -22,7 +22,6 @@ from gpu_operator.agents.kube import (
     NotFound,
     ObjectDeleted,
     WaitTimeout,
-    label_selector,
     wait_for,
 )
 from gpu_operator.agents.validator.errors import ValidationFailed
@@ -66,10 +65,8 @@ def _delete(client: KubeClient, name: str, namespace: str) -> None:
 
 
 def _remove_previous(client: KubeClient, app: str, namespace: str, node: str) -> None:
-    previous = client.list(
-        PODS, namespace, label_selector=label_selector({"app": app}), field_selector=f"spec.nodeName={node}"
-    )
-    for pod in previous.items:
+    previous = client.list(PODS, namespace, labels={"app": app}, fields={"spec.nodeName": node})
+    for pod in previous:
         _log.info("deleting the previous validation pod %s", pod["metadata"]["name"])
         _delete(client, pod["metadata"]["name"], namespace)
 

@@ -2,14 +2,15 @@
 
 It stores objects per resource type and serves what the agents use: get, list (label and field selectors,
 pagination), create (`generateName`, AlreadyExists), replace (resourceVersion conflicts), patch (JSON merge,
-strategic merge treated as merge, JSON patch; the `status` subresource), delete (recording the DeleteOptions)
+strategic merge treated as merge, JSON patch; the `status` subresource), delete (options in the query)
 and watch (chunked JSON lines; synthetic ADDED events without a resourceVersion; 410 Expired before the
 compacted version). Errors are `Status` objects with the API's reasons.
 
 Tests steer it: `add` seeds objects, `update` changes one as a controller would (emitting MODIFIED),
 `fail`/`drop` inject error answers or dropped connections for matching requests, `on_create` reacts to new
 objects (`simulate_pods` plays kubelet, moving new pods through Pending -> Running -> a final phase), and
-`requests` records every request for assertions. `token=` requires that bearer token; `tls=` serves HTTPS.
+`requests` records every request for assertions. `token=` requires that bearer token. The agents' client
+(lightkube, through `gpu_operator.agents.kube`) talks to it as to a real API server: `client()` makes one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import itertools
 import json
 import re
 import secrets
-import ssl
 import threading
 import time
 import uuid
@@ -33,7 +33,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from gpu_operator.agents.kube import ClusterConfig, KubeClient, RetryPolicy
+from lightkube import KubeConfig
+from lightkube.config.models import Cluster, User
+
+from gpu_operator.agents.kube import KubeClient, RetryPolicy
 
 __all__ = ["FAST_RETRY", "FakeApiServer", "RecordedRequest", "ResourceType"]
 
@@ -76,7 +79,6 @@ class RecordedRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
-    client_certificate: bool = False
 
 
 @dataclass
@@ -260,10 +262,9 @@ def _status(status: int, reason: str, message: str) -> Object:
 class FakeApiServer:
     """An in-memory API server on 127.0.0.1 (a context manager that starts and stops it)."""
 
-    def __init__(self, *, token: str | None = None, tls: ssl.SSLContext | None = None, watch_timeout: float = 30.0):
+    def __init__(self, *, token: str | None = None, watch_timeout: float = 30.0):
         self.token = token
         self.requests: list[RecordedRequest] = []
-        self._tls = tls
         self._watch_timeout = watch_timeout
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._store: dict[tuple[str, str, str, str], Object] = {}
@@ -298,8 +299,6 @@ class FakeApiServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        if self._tls is not None:
-            self._httpd.socket = self._tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-apiserver", daemon=True
         )
@@ -320,12 +319,14 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         assert self._httpd is not None, "the server is not started"
-        scheme = "https" if self._tls is not None else "http"
-        return f"{scheme}://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
-    def client(self, *, token: str | None = None, retry: RetryPolicy = FAST_RETRY, **config: Any) -> KubeClient:
+    def client(self, *, token: str | None = None, retry: RetryPolicy = FAST_RETRY, namespace: str | None = None
+               ) -> KubeClient:
         """A client for this server (the server's own token unless another is given)."""
-        return KubeClient(ClusterConfig(server=self.url, token=token or self.token, **config), retry=retry, timeout=10)
+        user = User(token=token or self.token)
+        config = KubeConfig.from_one(cluster=Cluster(server=self.url), user=user, namespace=namespace)
+        return KubeClient(config.get(), retry=retry, timeout=10)
 
     def kubeconfig(self, directory: Path, *, namespace: str = "default") -> Path:
         """A kubeconfig file pointing at this server (token auth when the server wants a token)."""
@@ -685,9 +686,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         body = self._body()
-        certificate = isinstance(self.connection, ssl.SSLSocket) and bool(self.connection.getpeercert())
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.api.requests.append(RecordedRequest(method, parts.path, query, headers, body, certificate))
+        self.api.requests.append(RecordedRequest(method, parts.path, query, headers, body))
         fault = self.api._take_fault(method, parts.path)
         if fault is not None and fault.drop:
             self.close_connection = True

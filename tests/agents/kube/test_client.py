@@ -1,4 +1,4 @@
-"""The client against the fake API server: every verb, selectors, pagination, errors and retries."""
+"""The lightkube adapter against the fake API server: every verb on plain dicts, selectors, pages, errors, retries."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from gpu_operator.agents.kube import (
     PODS,
     AlreadyExists,
     ApiUnreachable,
-    ClusterConfig,
     Conflict,
     KubeClient,
     NotFound,
@@ -23,10 +22,10 @@ from gpu_operator.agents.kube import (
     TooManyRequests,
     Unauthorized,
 )
-from gpu_operator.agents.kube.transport import HttpTransport
 from tests.agents.kube.fake_apiserver import FakeApiServer
 
 NS = "gpu-operator"
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
 
 
 @pytest.fixture
@@ -51,17 +50,17 @@ def pod(name: str, node: str = "n1", **labels: str) -> dict:
     }
 
 
-def test_create_get_and_generate_name(server: FakeApiServer, client: KubeClient) -> None:
-    created = client.create(
-        PODS, {"metadata": {"generateName": "nvidia-cuda-validator-"}, "spec": {"nodeName": "n1"}}, NS
-    )
+def test_create_get_and_generate_name_on_plain_dicts(server: FakeApiServer, client: KubeClient) -> None:
+    created = client.create(PODS, {"metadata": {"generateName": "nvidia-cuda-validator-"}, "spec": {}}, NS)
+    assert type(created) is dict
     name = created["metadata"]["name"]
     assert name.startswith("nvidia-cuda-validator-") and len(name) == len("nvidia-cuda-validator-") + 5
-    assert client.get(PODS, name, NS)["metadata"]["uid"] == created["metadata"]["uid"]
+    fetched = client.get(PODS, name, NS)
+    assert type(fetched) is dict and fetched["metadata"]["uid"] == created["metadata"]["uid"]
     request = server.requests_to("POST", f"/api/v1/namespaces/{NS}/pods$")[0]
     assert request.headers["authorization"] == "Bearer secret"
     assert request.headers["content-type"] == "application/json"
-    assert request.headers["user-agent"] == "gpu-operator-agent"
+    assert (request.body["apiVersion"], request.body["kind"]) == ("v1", "Pod")  # lightkube fills them in
 
 
 def test_errors_carry_the_api_reason(client: KubeClient) -> None:
@@ -88,27 +87,23 @@ def test_list_with_selectors_and_all_namespaces(server: FakeApiServer, client: K
     server.add(pod("a", "n1", app="nvidia-cuda-validator"))
     server.add(pod("b", "n2", app="nvidia-cuda-validator"))
     server.add(pod("c", "n1", app="other"))
-    server.add(
-        {
-            **pod("d", "n1", app="nvidia-cuda-validator"),
-            "metadata": {"name": "d", "namespace": "elsewhere", "labels": {"app": "nvidia-cuda-validator"}},
-        }
-    )
-    found = client.list(PODS, NS, label_selector="app=nvidia-cuda-validator", field_selector="spec.nodeName=n1")
-    assert [p["metadata"]["name"] for p in found.items] == ["a"]
-    assert found.resource_version is not None and int(found.resource_version) >= 4
-    everywhere = client.list(PODS, label_selector="app in (nvidia-cuda-validator)")
-    assert sorted(p["metadata"]["name"] for p in everywhere.items) == ["a", "b", "d"]
-    assert [
-        p["metadata"]["name"] for p in client.list(PODS, NS, label_selector="app!=nvidia-cuda-validator").items
-    ] == ["c"]
+    server.add({**pod("d"), "metadata": {"name": "d", "namespace": "x", "labels": {"app": "nvidia-cuda-validator"}}})
+    found = client.list(PODS, NS, labels={"app": "nvidia-cuda-validator"}, fields={"spec.nodeName": "n1"})
+    assert [p["metadata"]["name"] for p in found] == ["a"] and type(found[0]) is dict
+    request = server.requests_to("GET", f"/api/v1/namespaces/{NS}/pods$")[-1]
+    assert request.query["labelSelector"] == "app=nvidia-cuda-validator"
+    assert request.query["fieldSelector"] == "spec.nodeName=n1"
+    everywhere = client.list(PODS, labels={"app": ["nvidia-cuda-validator", "none"]})
+    assert sorted(p["metadata"]["name"] for p in everywhere) == ["a", "b", "d"]
+    across = server.requests_to("GET", "^/api/v1/pods$")[-1]
+    assert across.query["labelSelector"] == "app in (none,nvidia-cuda-validator)"
 
 
 def test_list_follows_continue_tokens(server: FakeApiServer, client: KubeClient) -> None:
     for index in range(7):
         server.add(pod(f"p{index}"))
     found = client.list(PODS, NS, page_size=3)
-    assert [p["metadata"]["name"] for p in found.items] == [f"p{i}" for i in range(7)]
+    assert [p["metadata"]["name"] for p in found] == [f"p{i}" for i in range(7)]
     pages = server.requests_to("GET", f"/api/v1/namespaces/{NS}/pods$")
     assert [r.query.get("continue") for r in pages] == [None, "3", "6"]
     assert {r.query["limit"] for r in pages} == {"3"}
@@ -124,7 +119,7 @@ def test_replace_detects_stale_versions(client: KubeClient) -> None:
         client.replace(PODS, changed, NS)
 
 
-def test_patch_merge_json_and_status(server: FakeApiServer, client: KubeClient) -> None:
+def test_patch_merge_by_default_and_json(server: FakeApiServer, client: KubeClient) -> None:
     client.create(PODS, pod("a", app="x"), NS)
     merged = client.patch(PODS, "a", {"metadata": {"labels": {"app": None, "tier": "gpu"}}}, NS)
     assert merged["metadata"]["labels"] == {"tier": "gpu"}
@@ -132,28 +127,16 @@ def test_patch_merge_json_and_status(server: FakeApiServer, client: KubeClient) 
         PODS, "a", [{"op": "add", "path": "/metadata/labels/b", "value": "2"}], NS, patch_type=PatchType.JSON
     )
     assert patched["metadata"]["labels"] == {"tier": "gpu", "b": "2"}
-    client.patch(
-        PODS, "a", {"status": {"phase": "Running"}, "metadata": {"labels": {"ignored": "y"}}}, NS, subresource="status"
-    )
-    stored = server.get("pods", "a", NS)
-    assert (
-        stored is not None and stored["status"]["phase"] == "Running" and "ignored" not in stored["metadata"]["labels"]
-    )
     types = [r.headers["content-type"] for r in server.requests if r.method == "PATCH"]
-    assert types == ["application/merge-patch+json", "application/json-patch+json", "application/merge-patch+json"]
+    assert types == ["application/merge-patch+json", "application/json-patch+json"]
 
 
-def test_delete_sends_delete_options(server: FakeApiServer, client: KubeClient) -> None:
+def test_delete_sends_the_grace_period_and_propagation(server: FakeApiServer, client: KubeClient) -> None:
     client.create(PODS, pod("a"), NS)
-    client.delete(PODS, "a", NS, grace_period_seconds=0, propagation_policy="Background")
+    assert client.delete(PODS, "a", NS, grace_period_seconds=0, propagation_policy="Background") is None
     assert server.get("pods", "a", NS) is None
     request = server.requests_to("DELETE", "/pods/a$")[0]
-    assert request.body == {
-        "kind": "DeleteOptions",
-        "apiVersion": "v1",
-        "gracePeriodSeconds": 0,
-        "propagationPolicy": "Background",
-    }
+    assert request.query == {"gracePeriodSeconds": "0", "propagationPolicy": "Background"}
     with pytest.raises(NotFound):
         client.delete(PODS, "a", NS)
 
@@ -164,15 +147,21 @@ def test_wrong_token_is_unauthorized(server: FakeApiServer) -> None:
 
 
 def test_throttling_and_server_errors_are_retried_with_backoff(server: FakeApiServer) -> None:
-    server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    server.add(NODE)
     waits: list[float] = []
-    policy = RetryPolicy(attempts=5, initial_delay=0.5, multiplier=2, max_delay=8, jitter=0.0, max_retry_after=30)
-    transport = HttpTransport(server.client().config, retry=policy, sleep=waits.append)
+    policy = RetryPolicy(attempts=5, initial_delay=0.5, max_delay=8, jitter=0.0, max_retry_after=30)
+    client = KubeClient(server.client().config, retry=policy, sleep=waits.append)
     server.fail("GET", "/api/v1/nodes/n1$", 429, times=1, retry_after="3")
     server.fail("GET", "/api/v1/nodes/n1$", 503, times=2)
-    assert b'"n1"' in transport.request("GET", "/api/v1/nodes/n1")
+    assert client.get(NODES, "n1")["metadata"]["name"] == "n1"
     assert waits == [3.0, 1.0, 2.0]
     assert len(server.requests_to("GET", "/api/v1/nodes/n1$")) == 4
+
+
+def test_backoff_grows_with_jitter_up_to_the_cap() -> None:
+    policy = RetryPolicy(initial_delay=1, max_delay=5, jitter=0.5, random=lambda: 1.0)
+    assert [policy.delay(n) for n in (1, 2, 3, 4)] == [1.5, 3.0, 6.0, 7.5]
+    assert RetryPolicy(jitter=0, max_retry_after=10).delay(1, retry_after=60) == 10
 
 
 def test_retries_give_up_with_the_last_error(server: FakeApiServer, client: KubeClient) -> None:
@@ -187,29 +176,52 @@ def test_creates_are_not_repeated_after_a_server_error(server: FakeApiServer, cl
     with pytest.raises(ServerError):
         client.create(PODS, pod("a"), NS)
     assert len(server.requests_to("POST", "/pods$")) == 1
+    server.fail("POST", f"/namespaces/{NS}/pods$", 503, retry_after="0")  # the server asked to come back
     server.fail("POST", f"/namespaces/{NS}/pods$", 429)
     assert client.create(PODS, pod("a"), NS)["metadata"]["name"] == "a"
+    assert len(server.requests_to("POST", "/pods$")) == 4
 
 
 def test_dropped_connections_are_retried_for_reads_only(server: FakeApiServer, client: KubeClient) -> None:
-    server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    server.add(NODE)
     server.drop("GET", "/api/v1/nodes/n1$", times=2)
     assert client.get(NODES, "n1")["metadata"]["name"] == "n1"
     server.drop("POST", "/pods$")
-    with pytest.raises(ApiUnreachable, match="no answer"):
+    with pytest.raises(ApiUnreachable, match="no answer from 127.0.0.1"):
         client.create(PODS, pod("a"), NS)
+    assert len(server.requests_to("POST", "/pods$")) == 1
 
 
-def test_unreachable_server(tmp_path: Path) -> None:
+def test_an_unreachable_server_is_retried_then_reported() -> None:
     with FakeApiServer() as stopped:
-        url = stopped.url
-    client = KubeClient(ClusterConfig(server=url), retry=RetryPolicy(attempts=2, initial_delay=0.001, jitter=0))
-    with pytest.raises(ApiUnreachable, match=r"no answer from http://127\.0\.0\.1"):
-        client.get(NODES, "n1")
+        url_client = stopped.client()
+    waits: list[float] = []
+    client = KubeClient(url_client.config, retry=RetryPolicy(attempts=3, initial_delay=0.001), sleep=waits.append)
+    with pytest.raises(ApiUnreachable, match=r"no answer from 127\.0\.0\.1: ConnectError"):
+        client.create(PODS, pod("a"), NS)  # nothing was sent, so even a create is tried again
+    assert len(waits) == 2
 
 
 def test_client_from_a_kubeconfig(server: FakeApiServer, tmp_path: Path) -> None:
-    server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    server.add(NODE)
     client = KubeClient.from_environment({"KUBECONFIG": str(server.kubeconfig(tmp_path, namespace="team"))})
     assert client.namespace == "team"
     assert client.get(NODES, "n1")["metadata"]["name"] == "n1"
+
+
+def test_lightkube_registry_keeps_its_typed_core_resources(client: KubeClient, server: FakeApiServer) -> None:
+    """Our dict classes are not registered: other lightkube users in the process still load the typed `Pod`."""
+    from lightkube.codecs import resource_registry
+    from lightkube.resources.core_v1 import Pod
+
+    client.create(PODS, pod("a"), NS)
+    assert resource_registry.load("v1", "Pod") is Pod
+    assert type(client.get(PODS, "a", NS)) is dict
+
+
+def test_requests_are_not_logged_one_by_one(client: KubeClient, server: FakeApiServer,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    server.add(NODE)
+    with caplog.at_level("INFO"):
+        client.get(NODES, "n1")
+    assert not [r for r in caplog.records if r.name.startswith("httpx")]

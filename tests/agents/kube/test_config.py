@@ -1,145 +1,98 @@
-"""Finding the API server: in-cluster service account, kubeconfig files, and which one wins."""
+"""Which configuration the agents use: an explicit kubeconfig, else `$KUBECONFIG`, else the pod's service account."""
 
 from __future__ import annotations
 
-import base64
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gpu_operator.agents.kube import (
-    ClusterConfig,
-    KubeConfigError,
-    in_cluster_config,
-    kubeconfig_config,
-    load_config,
-)
-from gpu_operator.agents.kube.auth import TokenSource
+from gpu_operator.agents.kube import NODES, KubeClient, KubeConfigError, load_config
+from tests.agents.kube.fake_apiserver import FakeApiServer
 
 
 @pytest.fixture
-def service_account(tmp_path: Path) -> Path:
+def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pod's mounted service account, and the environment kubelet gives the pod."""
     directory = tmp_path / "serviceaccount"
     directory.mkdir()
     (directory / "token").write_text("sa-token\n")
-    (directory / "ca.crt").write_text("PEM")
     (directory / "namespace").write_text("gpu-operator")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
     return directory
 
 
-def test_in_cluster(service_account: Path) -> None:
-    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    config = in_cluster_config(env, service_account)
-    assert config == ClusterConfig(
-        server="https://10.0.0.1:443",
-        token_file=str(service_account / "token"),
-        ca_file=str(service_account / "ca.crt"),
-        namespace="gpu-operator",
-    )
-
-
-def test_in_cluster_ipv6_host_is_bracketed(service_account: Path) -> None:
-    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443"}
-    assert in_cluster_config(env, service_account).server == "https://[fd00::1]:6443"
-
-
-def test_not_in_a_cluster(tmp_path: Path, service_account: Path) -> None:
-    with pytest.raises(KubeConfigError, match="KUBERNETES_SERVICE_HOST"):
-        in_cluster_config({}, service_account)
-    with pytest.raises(KubeConfigError, match="no service account token"):
-        in_cluster_config({"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}, tmp_path / "missing")
-
-
-def _kubeconfig(tmp_path: Path, user: dict, cluster: dict | None = None, **context: str) -> Path:
+def kubeconfig(tmp_path: Path, name: str, server: str = "https://k8s.example:6443", **context: str) -> Path:
     document = {
         "current-context": "dev",
-        "clusters": [{"name": "c", "cluster": cluster or {"server": "https://k8s.example:6443/"}}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [
-            {"name": "dev", "context": {"cluster": "c", "user": "u", **context}},
-            {"name": "other", "context": {"cluster": "c", "user": "u", "namespace": "elsewhere"}},
-        ],
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "abc"}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "c", "user": "u", **context}}],
     }
-    path = tmp_path / "config"
+    path = tmp_path / name
     path.write_text(yaml.safe_dump(document))
     return path
 
 
-def test_kubeconfig_token_and_relative_files(tmp_path: Path) -> None:
-    cluster = {"server": "https://k8s.example:6443/", "certificate-authority": "ca.pem", "tls-server-name": "api"}
-    path = _kubeconfig(tmp_path, {"token": "abc"}, cluster, namespace="team")
-    config = kubeconfig_config(path)
-    assert config.server == "https://k8s.example:6443"
-    assert config.token == "abc" and config.ca_file == str(tmp_path / "ca.pem")
-    assert config.tls_server_name == "api" and config.namespace == "team"
-    assert kubeconfig_config(path, context="other").namespace == "elsewhere"
+def test_in_a_pod_the_service_account(service_account: Path) -> None:
+    config = load_config(None, None, str(service_account))
+    assert config.cluster.server == "https://10.0.0.1:443"
+    assert config.cluster.certificate_auth == str(service_account / "ca.crt")
+    assert config.user is not None and config.user.token_file == str(service_account / "token")
+    assert config.namespace == "gpu-operator"
 
 
-def test_kubeconfig_inline_client_certificate(tmp_path: Path) -> None:
-    encode = lambda text: base64.b64encode(text.encode()).decode()
-    user = {"client-certificate-data": encode("CERT"), "client-key-data": encode("KEY")}
-    cluster = {
-        "server": "http://127.0.0.1:8080",
-        "certificate-authority-data": encode("CA"),
-        "insecure-skip-tls-verify": True,
-    }
-    config = kubeconfig_config(_kubeconfig(tmp_path, user, cluster))
-    assert (config.client_cert_data, config.client_key_data, config.ca_data) == ("CERT", "KEY", "CA")
-    assert config.insecure_skip_tls_verify is True and config.token is None
+def test_kubeconfig_wins_over_the_service_account(service_account: Path, tmp_path: Path) -> None:
+    first, second = kubeconfig(tmp_path, "a", namespace="team"), kubeconfig(tmp_path, "b", "https://other:6443")
+    listed = os.pathsep.join([str(tmp_path / "missing"), str(first), str(second)])
+    config = load_config({**os.environ, "KUBECONFIG": listed}, None, str(service_account))
+    assert config.cluster.server == "https://k8s.example:6443" and config.namespace == "team"
+    assert load_config({"KUBECONFIG": str(first)}, str(second)).cluster.server == "https://other:6443"
 
 
-@pytest.mark.parametrize(
-    ("user", "message"),
-    [
-        ({"exec": {"command": "aws"}}, "exec credential plugin"),
-        ({"auth-provider": {"name": "gcp"}}, "auth-provider credential plugin"),
-        ({"username": "a", "password": "b"}, "basic authentication"),
-        ({"client-certificate-data": "not base64!"}, "not valid base64"),
-    ],
-)
-def test_unsupported_kubeconfig_users(tmp_path: Path, user: dict, message: str) -> None:
-    with pytest.raises(KubeConfigError, match=message):
-        kubeconfig_config(_kubeconfig(tmp_path, user))
+def test_no_configuration_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(KubeConfigError, match="not running in a cluster"):
+        load_config({}, None, str(tmp_path))
+    with pytest.raises(KubeConfigError, match="no kubeconfig file at /nowhere/config"):
+        load_config({"KUBECONFIG": "/nowhere/config", "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    with pytest.raises(KubeConfigError, match="no kubeconfig file at /nowhere/explicit"):
+        load_config({}, "/nowhere/explicit")
 
 
-def test_broken_kubeconfigs(tmp_path: Path) -> None:
-    with pytest.raises(KubeConfigError, match="cannot read kubeconfig"):
-        kubeconfig_config(tmp_path / "absent")
-    (tmp_path / "empty").write_text("")
-    with pytest.raises(KubeConfigError, match="empty"):
-        kubeconfig_config(tmp_path / "empty")
-    with pytest.raises(KubeConfigError, match="no context named 'nope'"):
-        kubeconfig_config(_kubeconfig(tmp_path, {}), context="nope")
-    with pytest.raises(KubeConfigError, match="no http"):
-        kubeconfig_config(_kubeconfig(tmp_path, {}, {"server": "k8s.example:6443"}))
+def test_a_pod_without_its_service_account_token(service_account: Path) -> None:
+    (service_account / "token").unlink()
+    with pytest.raises(KubeConfigError, match="unusable Kubernetes configuration"):
+        load_config(None, None, str(service_account))
 
 
-def test_load_order(tmp_path: Path, service_account: Path) -> None:
-    explicit = _kubeconfig(tmp_path, {"token": "explicit"})
-    cluster_env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    assert load_config(cluster_env, str(explicit), service_account).token == "explicit"
-    listed = {**cluster_env, "KUBECONFIG": f"{tmp_path / 'missing'}:{explicit}"}
-    assert load_config(listed, None, service_account).token == "explicit"
-    assert load_config(cluster_env, None, service_account).server == "https://10.0.0.1:443"
-    with pytest.raises(KubeConfigError, match="none of the kubeconfig files"):
-        load_config({"KUBECONFIG": str(tmp_path / "missing")}, None, service_account)
+def test_an_unusable_kubeconfig(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text("clusters: [")
+    with pytest.raises(KubeConfigError, match="unusable Kubernetes configuration"):
+        load_config({"KUBECONFIG": str(path)})
+    path.write_text(yaml.safe_dump({"clusters": [], "contexts": [], "users": []}))
+    with pytest.raises(KubeConfigError, match="No current context"):
+        load_config({"KUBECONFIG": str(path)})
 
 
-def test_token_file_is_reread_after_the_refresh_interval(tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text("first\n")
-    now = [0.0]
-    source = TokenSource(token_file=str(token_file), refresh_seconds=60, clock=lambda: now[0])
-    assert source.token() == "first"
-    token_file.write_text("second\n")
-    now[0] = 59.0
-    assert source.token() == "first"
-    now[0] = 60.0
-    assert source.token() == "second"
-    token_file.unlink()
-    now[0] = 200.0
-    assert source.token() == "second"
-    assert TokenSource(token="fixed").token() == "fixed"
-    with pytest.raises(KubeConfigError, match="cannot read the token file"):
-        TokenSource(token_file=str(tmp_path / "none")).token()
+def test_a_missing_certificate_authority_is_a_configuration_error(tmp_path: Path) -> None:
+    document = yaml.safe_load(kubeconfig(tmp_path, "config").read_text())
+    document["clusters"][0]["cluster"]["certificate-authority"] = str(tmp_path / "missing-ca.crt")
+    (tmp_path / "config").write_text(yaml.safe_dump(document))
+    with pytest.raises(KubeConfigError, match="unusable configuration for https://k8s.example:6443"):
+        KubeClient.from_environment({"KUBECONFIG": str(tmp_path / "config")})
+
+
+def test_the_token_file_is_read_by_lightkube_and_sent(tmp_path: Path) -> None:
+    with FakeApiServer(token="rotated") as server:
+        server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+        (tmp_path / "token").write_text("rotated\n")
+        document = yaml.safe_load(kubeconfig(tmp_path, "config", server.url).read_text())
+        document["users"][0]["user"] = {"tokenFile": str(tmp_path / "token")}
+        (tmp_path / "config").write_text(yaml.safe_dump(document))
+        client = KubeClient.from_environment({"KUBECONFIG": str(tmp_path / "config")})
+        assert client.get(NODES, "n1")["metadata"]["name"] == "n1"
+        assert server.requests[-1].headers["authorization"] == "Bearer rotated"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -169,3 +171,11 @@ def test_dispatch_and_one_line_errors(capsys: pytest.CaptureFixture[str], monkey
         "gpu-operator-agent metrics-exporter: invalid value '-5' for --collect-interval: "
         "must be a positive number of milliseconds\n"
     )
+
+
+def test_the_exporter_loads_the_api_client_only_when_it_asks_the_api_server() -> None:
+    """lightkube and httpx2 cost an exporter ~6 MiB of its memory goal; most exporters never ask the API server."""
+    probe = ("import sys, gpu_operator.agents.metrics_exporter.command as c; "
+             "print(sorted({'lightkube', 'httpx2'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.strip() == "[]"

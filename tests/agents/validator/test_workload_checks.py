@@ -72,7 +72,8 @@ def test_cuda_runs_the_workload_pod_and_cleans_up(node: Node, server: FakeApiSer
     assert [p["metadata"]["name"] for p in server.objects("pods", NAMESPACE)] == ["nvidia-cuda-validator-other"]
     deletes = [r.path.rsplit("/", 1)[1] for r in server.requests if r.method == "DELETE"]
     assert deletes[0] == "nvidia-cuda-validator-old" and deletes[1].startswith("nvidia-cuda-validator-")
-    assert all(r.body["gracePeriodSeconds"] == 0 for r in server.requests if r.method == "DELETE")
+    assert all(r.query["gracePeriodSeconds"] == "0" and r.query["propagationPolicy"] == "Background"
+               for r in server.requests if r.method == "DELETE")
 
 
 def test_cuda_without_workload_only_writes_the_file(node: Node) -> None:
