@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
 # The agents image: every node agent as `gpu-operator-agent <name>` (feature-discovery, metrics-exporter,
-# device-plugin, mig-manager, validator, node-status-exporter, driver-manager, config-manager).
+# device-plugin, mig-manager, validator, node-status-exporter, driver-manager, config-manager, operator).
 #
 #   docker build --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
 #       -t ghcr.io/pulumi-gpu-operator/agents:0.1.0 .
@@ -54,9 +54,10 @@ COPY --from=build /src/gpu_operator/agents/metrics_exporter/default-counters.csv
 COPY --from=build /src/gpu_operator/agents/metrics_exporter/default-counters.csv /etc/dcgm-exporter/default-counters.csv
 
 # lspci counts the node's NVIDIA PCI functions for the node status exporter, as NVIDIA's validator image does;
-# chroot (coreutils, already in the base) lets the validator run the host's tools.
+# rmmod (kmod) unloads the old driver's modules for the driver manager; chroot (coreutils) and umount (mount) are
+# already in the base and let the validator and the driver manager run the host's tools.
 RUN apt-get update \
-    && apt-get install --yes --no-install-recommends pciutils=1:3.9.0-4 \
+    && apt-get install --yes --no-install-recommends pciutils=1:3.9.0-4 kmod=30+20221128-1 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 65532 agent \
     && useradd --system --no-log-init --uid 65532 --gid agent --home-dir /nonexistent --shell /usr/sbin/nologin agent

@@ -2,10 +2,10 @@
 
 Seven operands are designed to run a drop-in agent from one image, as `gpu-operator-agent <name>`, with the same
 env and mounts as the upstream container: feature discovery, metrics exporter, device plugin, MIG manager,
-validator, node status exporter and driver manager. This release's image ships six of those agents
-(:data:`SHIPPED_AGENTS`): all but the driver manager, which runs NVIDIA's program until ours ships; the device
-plugin's pods also get our config-manager (init container and sidecar). Asking for an unshipped agent by name is
-an error rather than a pod that cannot start.
+validator, node status exporter and driver manager; this release's image ships all seven
+(:data:`SHIPPED_AGENTS`). The device plugin's pods also get our config-manager (init container and sidecar), and
+the operator controller (`gpu-operator-agent operator`) runs from the same image. Asking for an unshipped agent
+by name is an error rather than a pod that cannot start.
 
 Nobody publishes the agents image for you, so our agents run only where an image exists: `image` names one you
 pushed (`make image`, then push it), or `build` has the stack build the package's Dockerfile and push it to an
@@ -60,7 +60,7 @@ AGENT_OPERANDS: dict[str, str] = {
 
 #: Sections whose agent the agents image of this release contains.
 SHIPPED_AGENTS: frozenset[str] = frozenset(
-    {"gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter"}
+    {"gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager"}
 )
 
 # ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.

@@ -7,7 +7,12 @@ label and one GPU pod each. The controller runs as a local process with a token 
 
 1. Labelling: every node gets `gpu.present` and the deploy labels, and then the operands' pods (the DaemonSets
    select those labels) - a cluster without our AKS pools gets its operands.
-2. The API server refused none of the controller's requests; its status ConfigMap and metrics tell the result.
+2. Rollout: the driver version changes (the DaemonSet gets a new template). A watcher samples the nodes all along:
+   never more than `maxParallelUpgrades` in progress, never more than `maxUnavailable` cordoned. Injected faults:
+   a node whose validator never runs (its deploy label set to `false` on purpose), a GPU pod a
+   PodDisruptionBudget protects, and a node deleted mid-upgrade. Those two nodes end `upgrade-failed` with a
+   reason, the deleted one is gone, every other node is `upgrade-done` on the new driver and schedulable.
+3. The API server refused none of the controller's requests; its status ConfigMap and metrics tell the result.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -45,7 +51,7 @@ STATE = "nvidia.com/gpu-driver-upgrade-state"
 NO_VALIDATION, PDB_NODE, DELETED_NODE = "gpu-007", "gpu-013", "gpu-042"
 IN_PROGRESS = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
                "pod-restart-required", "validation-required", "uncordon-required"}
-_KEPT = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Namespace"}
+_KEPT = {"RuntimeClass", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Namespace"}
 Object = dict[str, Any]
 
 
@@ -65,7 +71,7 @@ def _objects(version: str) -> list[Object]:
     chosen = []
     for obj in render(parse_config(_document(version))):
         name, kind = obj["metadata"]["name"], obj["kind"]
-        if (kind in _KEPT and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount"))) or name in (
+        if (kind in _KEPT and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount", "RuntimeClass"))) or name in (
                 "nvidia-driver-daemonset", "nvidia-operator-validator"):
             chosen.append(obj)
     return chosen
@@ -180,18 +186,97 @@ def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(clus
     assert controller.poll() is None, _log_tail(controller)
 
 
-def test_the_controller_needed_no_request_its_rbac_refuses(plane: ControlPlane, cluster: Client,
-                                                            controller: Any) -> None:
-    wait_until(lambda: bool(_status(cluster)), timeout=30, what="the status ConfigMap")
-    assert yaml.safe_load(_status(cluster)["nodes"])["gpu-000"]["upgrade"] == "upgrade-done"
+class _Watcher(threading.Thread):
+    """Samples the nodes while the rollout runs, recording the worst in-progress and cordoned counts."""
+
+    def __init__(self, client: Client) -> None:
+        super().__init__(daemon=True)
+        self.client, self.stop = client, threading.Event()
+        self.max_in_progress = self.max_cordoned = self.samples = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.2):
+            try:
+                nodes = _nodes(self.client).values()
+            except Exception:  # the control plane is stopping
+                return
+            states = [(n.metadata.labels or {}).get(STATE, "") for n in nodes]
+            self.max_in_progress = max(self.max_in_progress, sum(s in IN_PROGRESS for s in states))
+            self.max_cordoned = max(self.max_cordoned, sum(bool(n.spec.unschedulable) for n in nodes))
+            self.samples += 1
+
+
+def _requests(plane: ControlPlane) -> list[Any]:
+    return audited_requests(plane.audit_events(f"system:serviceaccount:{NAMESPACE}:gpu-operator"))
+
+
+def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane, cluster: Client,
+                                                             controller: Any) -> None:
+    writes_before = len([r for r in _requests(plane) if r.verb in ("patch", "create", "delete", "update")])
+    watcher = _Watcher(cluster)
+    watcher.start()
+    started = time.monotonic()
+    new = [o for o in _objects("595.100.01") if o["kind"] == "DaemonSet"
+           and o["metadata"]["name"] == "nvidia-driver-daemonset"]
+    assert not server_side_apply(cluster, new, KindTable(), dry_run=False, field_manager="e2e-controller")
+
+    def deleted_mid_upgrade() -> bool:
+        state = (_nodes(cluster)[DELETED_NODE].metadata.labels or {}).get(STATE, "")
+        if state in IN_PROGRESS:
+            cluster.delete(Node, DELETED_NODE)
+            return True
+        return False
+
+    def finished() -> bool:
+        states = [(n.metadata.labels or {}).get(STATE) for n in _nodes(cluster).values()]
+        return all(s in ("upgrade-done", "upgrade-failed") for s in states)
+
+    try:
+        wait_until(deleted_mid_upgrade, timeout=180, what=f"{DELETED_NODE} to start its upgrade", interval=0.2)
+        wait_until(finished, timeout=300, what="every node upgrade-done or upgrade-failed", interval=1.0)
+    except TimeoutError as error:
+        pytest.fail(f"{error}\n{_histogram(cluster)}\n{_log_tail(controller)}", pytrace=False)
+    finally:
+        watcher.stop.set()
+        watcher.join(timeout=10)
+    elapsed = time.monotonic() - started
+    nodes = _nodes(cluster)
+    failed = {name for name, n in nodes.items() if n.metadata.labels.get(STATE) == "upgrade-failed"}
+    assert DELETED_NODE not in nodes
+    assert failed == {NO_VALIDATION, PDB_NODE}, _histogram(cluster)
+    reasons = {name: nodes[name].metadata.annotations["nvidia.com/gpu-driver-upgrade-failure-reason"]
+               for name in failed}
+    assert "PodDisruptionBudget" in reasons[PDB_NODE] and "validator" in reasons[NO_VALIDATION]
+    revision = {p.spec.nodeName: p.metadata.labels["controller-revision-hash"]
+                for p in _pods(cluster, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None}
+    done = sorted(name for name in nodes if name not in failed)
+    assert len({revision[name] for name in done}) == 1 and revision[done[0]] != revision[PDB_NODE]
+    assert not any(nodes[name].spec.unschedulable for name in done)
+    assert watcher.max_in_progress <= MAX_PARALLEL and watcher.max_cordoned <= -(-NODES * 25 // 100)
+    writes = len([r for r in _requests(plane) if r.verb in ("patch", "create", "delete", "update")]) - writes_before
+    note(f"controller: driver rollout over {NODES} KWOK nodes (maxParallelUpgrades {MAX_PARALLEL}, maxUnavailable "
+         f"{MAX_UNAVAILABLE}) in {elapsed:.1f} s, {writes / NODES:.1f} writes per node; at most "
+         f"{watcher.max_in_progress} in progress and {watcher.max_cordoned} cordoned over {watcher.samples} samples; "
+         f"failed as injected: {sorted(failed)}; {DELETED_NODE} deleted mid-upgrade")
+    assert controller.poll() is None, _log_tail(controller)
+
+
+def test_status_metrics_and_rbac(plane: ControlPlane, cluster: Client, controller: Any) -> None:
+    wait_until(lambda: "2 failed" in _status(cluster).get("summary", ""), timeout=30, what="the final status")
+    status = _status(cluster)
+    assert status["state"] == "notReady"
+    assert "PodDisruptionBudget" in yaml.safe_load(status["nodes"])[PDB_NODE]["reason"]
     with urllib.request.urlopen(controller.metrics_url, timeout=5) as response:
         text = response.read().decode()
-    assert f"gpu_operator_gpu_nodes_total {float(NODES)}" in text
-    requests = audited_requests(plane.audit_events(f"system:serviceaccount:{NAMESPACE}:gpu-operator"))
+    assert "gpu_operator_nodes_upgrades_failed 2.0" in text
+    assert f"gpu_operator_nodes_upgrades_done {float(NODES - 3)}" in text
+    requests = _requests(plane)
     assert requests and not forbidden(requests), forbidden(requests)[:5]
-    unused = unused_grants(granted_rules(_objects("595.91.07"), NAMESPACE, "gpu-operator"), requests)
-    note(f"controller RBAC: {len(requests)} requests while labelling {NODES} nodes, none refused; grants no "
-         f"request used yet (the upgrade's): {unused or 'none'}")
+    # the watches are still open: the API server audits a request when it completes
+    unused = [grant for grant in unused_grants(granted_rules(_objects("595.91.07"), NAMESPACE, "gpu-operator"),
+                                               requests) if not grant.startswith("watch ")]
+    assert unused == [], f"the rendered RBAC grants what the controller never asked for: {unused}"
+    note(f"controller RBAC: {len(requests)} requests, none refused, every grant used (watches still open)")
     assert controller.poll() is None, _log_tail(controller)
 
 

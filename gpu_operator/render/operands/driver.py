@@ -24,7 +24,7 @@ env, subscriptions) are added by :mod:`.driver_config_mounts`; OS pools and imag
 Differences from upstream, on purpose: no Role/RoleBinding (their only rule is `use` of OpenShift's `privileged`
 SCC), no `config.openshift.io` clusterversions rule, no OpenShift Driver Toolkit sidecar and no
 `OPENSHIFT_VERSION`/proxy env (OpenShift is not supported). When our driver manager runs the init container,
-the ClusterRole grants only what it calls (`_AGENT_RULES`); NVIDIA's program gets NVIDIA's rules. The liveness
+the ClusterRole grants only what it calls (`driver_manager.AGENT_RULES`); NVIDIA's program gets NVIDIA's rules. The liveness
 and readiness probes, which NVIDIA's template does not define, run the startup-probe check when configured.
 """
 
@@ -55,8 +55,7 @@ from gpu_operator.render.k8s import (
 from gpu_operator.render.operands.common import VALIDATIONS_DIR, read_script
 from gpu_operator.render.operands.driver_config_mounts import config_mounts, package_files
 from gpu_operator.render.operands.driver_digest import DIGEST_ENV, config_digest
-from gpu_operator.render.operands.driver_manager import SECTION as DRIVER_MANAGER_SECTION
-from gpu_operator.render.operands.driver_manager import driver_manager_init, pull_secrets_of
+from gpu_operator.render.operands.driver_manager import driver_manager_init, manager_rules, pull_secrets_of
 from gpu_operator.render.operands.driver_pools import DriverPool, driver_image, driver_pools, kernel_affinity, os_image
 from gpu_operator.render.transforms import finalize_daemonset, merge_env
 
@@ -95,15 +94,6 @@ _RULES = [
     rule([""], ["pods/eviction"], ["create"]),
     rule(["apps"], ["daemonsets"], ["get"]),
     rule(["resource.k8s.io"], ["resourceclaims"], ["get", "list"]),
-]
-#: Exactly what our driver manager calls (gpu_operator/agents/driver_manager/kube.py): read and merge-patch its
-#: node (labels, cordon), list the pods on it, evict them. Tighter than NVIDIA's: no node list/watch/update, no
-#: pod get/watch (one list by `spec.nodeName` per look), no DaemonSet reads (a pod's DaemonSet is known from its
-#: owner reference), no ResourceClaims (it does not look into DRA claims).
-_AGENT_RULES = [
-    rule([""], ["nodes"], ["get", "patch"]),
-    rule([""], ["pods"], ["list"]),
-    rule([""], ["pods/eviction"], ["create"]),
 ]
 _PROBE_FIELDS = {
     "initial_delay_seconds": "initialDelaySeconds",
@@ -417,7 +407,7 @@ def render(ctx: RenderContext) -> list[Object]:
     pools = _pools(ctx)
     return [
         service_account(ctx, NAME),
-        cluster_role(NAME, _AGENT_RULES if ctx.uses_agent(DRIVER_MANAGER_SECTION) else _RULES),
+        cluster_role(NAME, manager_rules(ctx, _RULES)),
         cluster_role_binding(ctx, NAME),
         _startup_probe_config_map(ctx),
         *_package_config_maps(ctx, pools),

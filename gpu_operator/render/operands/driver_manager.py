@@ -12,15 +12,30 @@ from __future__ import annotations
 from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
-from gpu_operator.render.k8s import Object, env, env_field, mount, privileged
+from gpu_operator.render.k8s import Object, env, env_field, mount, privileged, rule
 from gpu_operator.render.operands.agent_security import secure_agent
 from gpu_operator.render.operands.common import node_name_env
 from gpu_operator.render.transforms import merge_env
 
-__all__ = ["driver_manager_init", "driver_manager_volumes_needed", "pull_secrets_of", "SECTION"]
+__all__ = ["AGENT_RULES", "driver_manager_init", "driver_manager_volumes_needed", "manager_rules", "pull_secrets_of",
+           "SECTION"]
 
 #: The agent section name that selects our implementation or NVIDIA's.
 SECTION = "driverManager"
+#: Exactly what our driver manager calls (gpu_operator/agents/driver_manager/kube.py): read and merge-patch its
+#: node (labels, cordon), list the pods on it, evict them. Tighter than NVIDIA's: no node list/watch/update, no
+#: pod get/watch (one list by `spec.nodeName` per look), no DaemonSet reads (a pod's DaemonSet is known from its
+#: owner reference), no ResourceClaims (it does not look into DRA claims).
+AGENT_RULES = [
+    rule([""], ["nodes"], ["get", "patch"]),
+    rule([""], ["pods"], ["list"]),
+    rule([""], ["pods/eviction"], ["create"]),
+]
+
+
+def manager_rules(ctx: RenderContext, nvidia_rules: list[Object]) -> list[Object]:
+    """The ClusterRole rules of a DaemonSet whose init container is the driver manager: ours, or NVIDIA's."""
+    return AGENT_RULES if ctx.uses_agent(SECTION) else nvidia_rules
 
 
 def _command(ctx: RenderContext) -> tuple[list[str], list[str]]:

@@ -9,7 +9,7 @@ its DaemonSets select) and `operator.driver.upgradePolicy`; a checksum of it on 
 controller when they change.
 
 RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
-classes and every operand object): nodes get/list/watch/patch, pods list and pods/eviction create cluster-wide
+classes and every operand object): nodes list/watch/patch, pods list and pods/eviction create cluster-wide
 (a node's pods, by field selector, and their evictions); in the namespace, the driver and validator pods
 (list/watch, delete), DaemonSets and ControllerRevisions (list/watch), its status ConfigMap (create/update), its
 Lease (get/create/update); and Events in `default`, where a Node's events live.
@@ -91,7 +91,7 @@ def _rbac(ctx: RenderContext) -> list[Object]:
     return [
         service_account(ctx, NAME, LABELS),
         cluster_role(NAME, [
-            rule([""], ["nodes"], ["get", "list", "watch", "patch"]),
+            rule([""], ["nodes"], ["list", "watch", "patch"]),
             rule([""], ["pods"], ["list"]),
             rule([""], ["pods/eviction"], ["create"]),
         ], LABELS),

@@ -17,6 +17,7 @@ from gpu_operator.render.context import RenderContext
 from gpu_operator.render.images import image_path
 from gpu_operator.render.k8s import Object, daemonset, deploy_selector, env, host_path, mount, rule
 from gpu_operator.render.operands.common import SHELL
+from gpu_operator.render.operands.driver_manager import manager_rules
 from gpu_operator.render.operands.sandbox_common import (
     driver_manager_pull_secrets,
     operand_rbac,
@@ -89,4 +90,4 @@ def _daemonset(ctx: RenderContext) -> Object:
 def render(ctx: RenderContext) -> list[Object]:
     if not sandbox_operand_enabled(ctx, ctx.spec.vfio_manager.enabled):
         return []
-    return [*operand_rbac(ctx, NAME, role_rules=[], cluster_rules=_CLUSTER_RULES), _daemonset(ctx)]
+    return [*operand_rbac(ctx, NAME, role_rules=[], cluster_rules=manager_rules(ctx, _CLUSTER_RULES)), _daemonset(ctx)]

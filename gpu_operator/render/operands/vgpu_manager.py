@@ -21,6 +21,7 @@ from __future__ import annotations
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object, daemonset, deploy_selector, host_path, mount, rule
 from gpu_operator.render.operands.driver_pools import DriverPool, driver_pools, os_image
+from gpu_operator.render.operands.driver_manager import manager_rules
 from gpu_operator.render.operands.sandbox_common import (
     driver_manager_pull_secrets,
     operand_rbac,
@@ -127,5 +128,5 @@ def render(ctx: RenderContext) -> list[Object]:
     if not sandbox_operand_enabled(ctx, ctx.spec.vgpu_manager.enabled):
         return []
     pools = driver_pools(NAME, ctx.config.cluster.operating_systems, precompiled=False)
-    rbac = operand_rbac(ctx, SERVICE_ACCOUNT, role_rules=[], cluster_rules=_CLUSTER_RULES)
+    rbac = operand_rbac(ctx, SERVICE_ACCOUNT, role_rules=[], cluster_rules=manager_rules(ctx, _CLUSTER_RULES))
     return [*rbac, *(_daemonset(ctx, pool) for pool in pools)]

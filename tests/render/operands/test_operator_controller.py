@@ -66,7 +66,7 @@ def test_its_pods_are_never_drained_and_run_unprivileged() -> None:
 
 
 @pytest.mark.parametrize(("kind", "name", "rules"), [
-    ("ClusterRole", "gpu-operator", [([""], ["nodes"], ["get", "list", "watch", "patch"]),
+    ("ClusterRole", "gpu-operator", [([""], ["nodes"], ["list", "watch", "patch"]),
                                      ([""], ["pods"], ["list"]), ([""], ["pods/eviction"], ["create"])]),
     ("Role", "gpu-operator-events", [([""], ["events"], ["create"])]),
 ])
