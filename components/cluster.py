@@ -180,6 +180,7 @@ class GpuCluster(pulumi.ComponentResource):
                 "provider": self.kubernetes_provider,
                 "config": config,
                 "wait_for_daemonsets": args.get("wait_for_daemonsets", False),
+                "kubeconfig": self.cluster.provider_kubeconfig,
                 "agents_image": self.agents_image.image_ref if self.agents_image is not None else None,
             },
             pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=self.cluster.managed_cluster),

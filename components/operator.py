@@ -20,6 +20,8 @@ driver DaemonSet warns in preview: it unloads the driver under running GPU jobs.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import Any, NotRequired, TypedDict
 from collections.abc import Mapping, Sequence
 
@@ -27,6 +29,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from gpu_operator.components.agents_image import substitute
 from gpu_operator.components.component_args import ComponentArgsError, required
+from gpu_operator.components.driver_rollout import DriverRollout
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
 from gpu_operator.components.operand import GpuOperand
 
@@ -53,6 +56,8 @@ class GpuOperatorArgs(TypedDict):
     """The config document (default: the upstream chart's defaults)."""
     wait_for_daemonsets: NotRequired[bool]
     """Wait for DaemonSet rollouts during `pulumi up` (default false)."""
+    kubeconfig: NotRequired[pulumi.Input[str]]
+    """The target cluster's kubeconfig, for `controller.waitForDriverRollout` (GpuCluster passes its own)."""
     agents_image: NotRequired[pulumi.Input[str] | None]
     """The agents image the operands run instead of the configured reference, e.g. `AgentsImage.image_ref` (by
     digest); needs `agents.image` or `agents.build` in the config."""
@@ -96,6 +101,13 @@ def _resources(depends_on: pulumi.Input[Sequence[pulumi.Input[pulumi.Resource]]]
     return list(depends_on)  # type: ignore[arg-type]
 
 
+def _driver_digest(objects: Sequence[dict[str, Any]]) -> str:
+    """A fingerprint of the driver DaemonSets' pod templates: what, changed, starts a rollout."""
+    templates = [o["spec"]["template"] for o in objects if o["kind"] == "DaemonSet"
+                 and o["spec"]["template"]["metadata"].get("labels", {}).get("app") == "nvidia-driver-daemonset"]
+    return hashlib.sha256(json.dumps(templates, sort_keys=True).encode()).hexdigest()
+
+
 class GpuOperator(pulumi.ComponentResource):
     """The GPU operator's operands for one cluster."""
 
@@ -110,6 +122,8 @@ class GpuOperator(pulumi.ComponentResource):
     daemonset_names: pulumi.Output[list[str]]
     """Names of the operand DaemonSets, in state order."""
     operands: dict[str, GpuOperand]
+    driver_rollout: DriverRollout | None
+    """With `controller.waitForDriverRollout`: done once every GPU node runs the newest driver template."""
     node_feature_discovery: NodeFeatureDiscovery | None
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -118,6 +132,10 @@ class GpuOperator(pulumi.ComponentResource):
         config = parse_config(args.get("config"))
         agents_image = args.get("agents_image")
         _check_agents_image(config, agents_image, f"GpuOperator({name!r})")
+        if config.controller.wait_for_driver_rollout and args.get("kubeconfig") is None:
+            raise ComponentArgsError(
+                f"GpuOperator({name!r}): controller.waitForDriverRollout reads the rollout through the API: pass "
+                "args['kubeconfig'] (GpuCluster does), or turn waitForDriverRollout off")
         rendered = render_operands(config)
         super().__init__(TOKEN, name, {}, opts)
         wait = args.get("wait_for_daemonsets", False)
@@ -156,6 +174,7 @@ class GpuOperator(pulumi.ComponentResource):
             if self.node_feature_discovery is not None:
                 before.append(self.node_feature_discovery)
         all_objects = [obj for operand in rendered for obj in operand.objects]
+        self.driver_rollout = self._driver_rollout(name, config, args, all_objects, deleted_with)
         self.namespace = pulumi.Output.from_input(config.namespace)
         self.gpu_resource_names = pulumi.Output.from_input(gpu_resource_names(config))
         self.node_selector_labels = pulumi.Output.from_input(deploy_node_labels(all_objects))
@@ -170,3 +189,14 @@ class GpuOperator(pulumi.ComponentResource):
             "runtimeClassName": self.runtime_class_name,
             "daemonsetNames": self.daemonset_names,
         })
+
+    def _driver_rollout(self, name: str, config: GpuStackConfig, args: GpuOperatorArgs,
+                        objects: Sequence[dict[str, Any]], deleted_with: Any) -> DriverRollout | None:
+        """With `controller.waitForDriverRollout`, a child that waits for the rollout after the operands."""
+        kubeconfig = args.get("kubeconfig")
+        if not config.controller.wait_for_driver_rollout or kubeconfig is None:
+            return None
+        return DriverRollout(
+            f"{name}-driver-rollout", kubeconfig, config.namespace, _driver_digest(objects),
+            config.controller.rollout_timeout_seconds,
+            pulumi.ResourceOptions(parent=self, depends_on=list(self.operands.values()), deleted_with=deleted_with))

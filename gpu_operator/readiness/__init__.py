@@ -1,5 +1,14 @@
 """Readiness of cluster layers read from what the operators report on the nodes (no Pulumi, no rendering)."""
 
+from gpu_operator.readiness.driver_rollout import (
+    DriverRollout,
+    DriverRolloutFailed,
+    DriverRolloutTimeout,
+    RolloutSnapshot,
+    driver_rollout,
+    kubeconfig_rollout_lister,
+    wait_for_driver_rollout,
+)
 from gpu_operator.readiness.mofed import (
     AGENT_POOL_LABEL,
     IB_NODE_LABEL,
@@ -12,6 +21,13 @@ from gpu_operator.readiness.mofed import (
 )
 
 __all__ = [
+    "DriverRollout",
+    "DriverRolloutFailed",
+    "DriverRolloutTimeout",
+    "RolloutSnapshot",
+    "driver_rollout",
+    "kubeconfig_rollout_lister",
+    "wait_for_driver_rollout",
     "AGENT_POOL_LABEL",
     "IB_NODE_LABEL",
     "MOFED_WAIT_LABEL",

@@ -194,7 +194,11 @@ def test_the_cluster_builds_the_image_and_its_daemonsets_run_it_by_digest(cluste
     every = [ref for images in daemonsets.values() for ref in images.values()]
     assert BY_TAG not in every  # nothing is left on the tag the render used
     assert daemonsets["nvidia-device-plugin-daemonset"]["nvidia-device-plugin"] == BY_DIGEST
-    assert daemonsets["nvidia-driver-daemonset"]["k8s-driver-manager"].startswith("nvcr.io/nvidia/")
+    assert daemonsets["nvidia-driver-daemonset"]["k8s-driver-manager"] == BY_DIGEST
+    assert daemonsets["nvidia-driver-daemonset"]["nvidia-driver-ctr"].startswith("nvcr.io/nvidia/")  # NVIDIA's driver
+    [controller] = [d for d in recording.of_type("kubernetes:apps/v1:Deployment")
+                    if d.inputs["metadata"]["name"] == "gpu-operator"]
+    assert controller.inputs["spec"]["template"]["spec"]["containers"][0]["image"] == BY_DIGEST
     lookup = next(c for c in mocks.calls if c.token == "azure-native:containerservice:getManagedCluster")
     assert lookup.args == {"resourceGroupName": "rg-gpu", "resourceName": "aks-gpu"}
     [grant] = recording.of_type(ROLE_ASSIGNMENT)

@@ -283,3 +283,31 @@ def test_the_vgpu_manager_holds_the_driver_of_sandbox_nodes_and_warns_too() -> N
     assert {name for name in hooked if name.startswith("nvidia-vgpu-manager-daemonset")}
     assert all(hooks == {"before_delete": ("gpu-vgpu_manager-gpu-outage-warning",)}
                for name, hooks in hooked.items() if name.startswith("nvidia-vgpu-manager"))
+
+
+WAITING = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}},
+           "controller": {"waitForDriverRollout": True, "rolloutTimeoutSeconds": 1800}}
+
+
+def test_waiting_for_the_driver_rollout_is_a_resource_after_every_operand() -> None:
+    recording = run_program(_program(WAITING, kubeconfig="kubeconfig: 1"))
+    [rollout] = recording.of_type("pulumi-python:dynamic:Resource")
+    assert rollout.name == "gpu-driver-rollout"
+    assert rollout.inputs["namespace"] == "gpu-operator" and rollout.inputs["timeoutSeconds"] == 1800
+    # it waits after every operand object: the driver DaemonSet and the controller's Deployment among them
+    objects = {r.urn for r in recording.of_type("kubernetes:") if OPERAND_TOKEN in r.urn}
+    assert objects and objects <= set(rollout.dependencies)
+    assert any(urn.endswith("nvidia-driver-daemonset") for urn in rollout.dependencies)
+    # a new driver version is a new digest (the provider waits again); anything else is not
+    newer = run_program(_program({**WAITING, "operator": {"driver": {"version": "595.100.01"}}},
+                                 kubeconfig="kubeconfig: 1"))
+    other = run_program(_program({**WAITING, "operator": {"gfd": {"version": "v0.18.0"}}}, kubeconfig="kubeconfig: 1"))
+    digest = lambda r: r.of_type("pulumi-python:dynamic:Resource")[0].inputs["driverDigest"]  # noqa: E731
+    assert digest(newer) != rollout.inputs["driverDigest"] == digest(other)
+
+
+def test_waiting_for_the_rollout_without_a_kubeconfig_names_the_argument_and_creates_nothing() -> None:
+    recording = Recording()
+    with pytest.raises(ComponentArgsError, match=r"waitForDriverRollout.*args\['kubeconfig'\]"):
+        run_program(_program(WAITING), recording=recording)
+    assert not recording.of_type("gpu-operator:index:GpuOperator")

@@ -32,6 +32,7 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
+from gpu_operator.components.driver_rollout import DriverRolloutProvider
 from gpu_operator.config import parse_config
 from gpu_operator.render import render
 from tests.e2e.agents import AGENT, service_account_token
@@ -45,8 +46,10 @@ from tests.e2e.waiting import wait_until
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "gpu-operator"
-NODES = 100
-MAX_PARALLEL, MAX_UNAVAILABLE = 20, "25%"
+#: 100 nodes in `make e2e`; CONTROLLER_E2E_NODES=1000 CONTROLLER_E2E_PARALLEL=50 measures the large rollout
+NODES = int(os.environ.get("CONTROLLER_E2E_NODES", "100"))
+SCALE = max(1.0, NODES / 100)  # the waits grow with the fleet
+MAX_PARALLEL, MAX_UNAVAILABLE = int(os.environ.get("CONTROLLER_E2E_PARALLEL", "20")), "25%"
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 NO_VALIDATION, PDB_NODE, DELETED_NODE = "gpu-007", "gpu-013", "gpu-042"
 IN_PROGRESS = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
@@ -163,7 +166,14 @@ def _log_tail(controller: Any) -> str:
     return "\n".join(Path(controller.log_path).read_text().splitlines()[-40:])
 
 
-def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(cluster: Client, controller: Any) -> None:
+def _wait_for_rollout(plane: ControlPlane) -> dict[str, Any]:
+    props = {"kubeconfig": plane.admin_kubeconfig.read_text(), "namespace": NAMESPACE, "driverDigest": "d",
+             "timeoutSeconds": 60, "pollSeconds": 1}
+    return DriverRolloutProvider()._wait(props)
+
+
+def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(plane: ControlPlane, cluster: Client,
+                                                                             controller: Any) -> None:
     def labelled() -> bool:
         assert controller.poll() is None, _log_tail(controller)
         nodes = _nodes(cluster)
@@ -171,18 +181,20 @@ def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(clus
             (n.metadata.labels or {}).get("nvidia.com/gpu.deploy.driver") == "true" for n in nodes.values())
 
     started = time.monotonic()
-    wait_until(labelled, timeout=90, what="the controller to label 100 nodes")
+    wait_until(labelled, timeout=90 * SCALE, what=f"the controller to label {NODES} nodes")
     labelled_after = time.monotonic() - started
     wait_until(lambda: len([p for p in _pods(cluster, "nvidia-driver-daemonset") if p.status.phase == "Running"])
-               == NODES, timeout=180, what="a driver pod Running on every node")
+               == NODES, timeout=180 * SCALE, what="a driver pod Running on every node")
     wait_until(lambda: all((n.metadata.labels or {}).get(STATE) == "upgrade-done" for n in _nodes(cluster).values()),
-               timeout=120, what="every node to start upgrade-done")
+               timeout=120 * SCALE, what="every node to start upgrade-done")
     node = _nodes(cluster)["gpu-000"]
     labels = node.metadata.labels
     assert labels["nvidia.com/gpu.present"] == "true" and labels["nvidia.com/gpu.deploy.client"] == "true"
     assert node.metadata.annotations["nvidia.com/gpu-driver-upgrade-enabled"] == "true"
     assert _nodes(cluster)[NO_VALIDATION].metadata.labels["nvidia.com/gpu.deploy.operator-validator"] == "false"
-    note(f"controller: 100 nodes with only NFD's PCI label labelled in {labelled_after:.1f} s; driver pods followed")
+    note(f"controller: {NODES} nodes with only NFD's PCI label labelled in {labelled_after:.1f} s; driver pods followed")
+    # what `pulumi up` runs with controller.waitForDriverRollout: the fleet is on the DaemonSet's newest template
+    assert _wait_for_rollout(plane)["upgradedNodes"] == NODES
     assert controller.poll() is None, _log_tail(controller)
 
 
@@ -232,8 +244,8 @@ def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane
         return all(s in ("upgrade-done", "upgrade-failed") for s in states)
 
     try:
-        wait_until(deleted_mid_upgrade, timeout=180, what=f"{DELETED_NODE} to start its upgrade", interval=0.2)
-        wait_until(finished, timeout=300, what="every node upgrade-done or upgrade-failed", interval=1.0)
+        wait_until(deleted_mid_upgrade, timeout=180 * SCALE, what=f"{DELETED_NODE} to start its upgrade", interval=0.2)
+        wait_until(finished, timeout=300 * SCALE, what="every node upgrade-done or upgrade-failed", interval=1.0)
     except TimeoutError as error:
         pytest.fail(f"{error}\n{_histogram(cluster)}\n{_log_tail(controller)}", pytrace=False)
     finally:
@@ -253,6 +265,8 @@ def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane
     assert len({revision[name] for name in done}) == 1 and revision[done[0]] != revision[PDB_NODE]
     assert not any(nodes[name].spec.unschedulable for name in done)
     assert watcher.max_in_progress <= MAX_PARALLEL and watcher.max_cordoned <= -(-NODES * 25 // 100)
+    with pytest.raises(RuntimeError, match=f"failed on 2 node.*{NO_VALIDATION}: the validator.*{PDB_NODE}: a Pod"):
+        _wait_for_rollout(plane)  # `pulumi up` with waitForDriverRollout fails, naming both nodes and why
     writes = len([r for r in _requests(plane) if r.verb in ("patch", "create", "delete", "update")]) - writes_before
     note(f"controller: driver rollout over {NODES} KWOK nodes (maxParallelUpgrades {MAX_PARALLEL}, maxUnavailable "
          f"{MAX_UNAVAILABLE}) in {elapsed:.1f} s, {writes / NODES:.1f} writes per node; at most "

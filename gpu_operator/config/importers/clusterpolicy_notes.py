@@ -37,7 +37,6 @@ _INERT: dict[str, str | Callable[[Any], str | None]] = {
     "cdi.default": _helm_reason("cdi.default"),
     "dcgm.hostPort": "NVIDIA's operator has not used it since v24.9: the exporter reaches the standalone DCGM through "
                      "the node-local Service nvidia-dcgm:5555, and no host port is opened",
-    "driver.upgradePolicy": _helm_reason("driver.upgradePolicy"),
     "driver.rollingUpdate": _helm_reason("driver.rollingUpdate"),
     "driver.useOpenKernelModules": _helm_reason("driver.useOpenKernelModules"),
     "toolkit.args": _helm_reason("toolkit.args"),

@@ -34,7 +34,7 @@ from gpu_operator.config.yaml_reader import parse_yaml_value
 
 __all__ = [
     "DEVICE_PLUGIN_CONFIG", "MIG_MANAGER_CONFIG", "DCGM_EXPORTER_CONFIG", "NRI_PLUGIN", "DEFAULT_RUNTIME",
-    "SERVICE_MONITOR", "NFD_VALUES", "GLOBAL_VALUES",
+    "SERVICE_MONITOR", "NFD_VALUES", "GLOBAL_VALUES", "UPGRADE_POLICY",
 ]
 
 #: the only key of the MIG ConfigMap that mig-manager reads
@@ -232,6 +232,23 @@ def _is_block(t: Translation, path: str, value: Any) -> bool:
     return True
 
 
+def _upgrade_policy(t: Translation, path: str, value: Any) -> None:
+    """The chart's `driver.upgradePolicy`, with `gpuPodDeletion` under the ClusterPolicy's name `podDeletion`."""
+    if not _is_block(t, path, value):
+        return
+    policy = {("podDeletion" if key == "gpuPodDeletion" else key): item for key, item in value.items()}
+    t.write("operator.driver.upgradePolicy", policy)
+
+
+def _upgrade_policy_note(value: Any) -> str | None:
+    if not value:
+        return None
+    return ("imported: it is carried out by the operator controller, which runs from the agents image - add "
+            "agents.image or agents.build to the config, or the driver DaemonSet keeps updating OnDelete")
+
+
+UPGRADE_POLICY = Handle(_upgrade_policy, (("operator.driver.upgradePolicy", "driver.upgradePolicy"),),
+                        note=_upgrade_policy_note)
 DEVICE_PLUGIN_CONFIG = Handle(
     _device_plugin_config,
     (("operator.devicePlugin.config", "devicePlugin.config"), ("configs.devicePlugin", "devicePlugin.config.data")),

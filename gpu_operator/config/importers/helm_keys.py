@@ -23,7 +23,6 @@ Ignored keys (accepted, no effect here) and why:
 * `driver.nvidiaDriverCRD.{deployDefaultCR, driverType, nodeSelector}` — only shape NVIDIADriver resources, which
   this package does not render.
 * `driver.useOpenKernelModules` — a deprecated no-op upstream; `driver.kernelModuleType` decides.
-* `driver.upgradePolicy` — drives NVIDIA's driver upgrade controller, which this package does not run.
 * `toolkit.args`, `toolkit.hostNetwork`, `gds.args`, `gdrcopy.args` — NVIDIA's operator does not apply them.
 * `operator.initContainer` (deprecated in the CRD), `operator.metrics` (the operator Deployment's metrics),
   `cdi.default` (deprecated: `cdi.enabled` decides), `kataManager` (no longer deployed since v26).
@@ -54,6 +53,7 @@ from gpu_operator.config.importers.helm_handlers import (
     NFD_VALUES,
     NRI_PLUGIN,
     SERVICE_MONITOR,
+    UPGRADE_POLICY,
 )
 from gpu_operator.config.importers.helm_rules import Copy, Handle, Ignore, Reject, Rule
 from gpu_operator.config.importers.paths import MISSING, is_empty
@@ -121,10 +121,7 @@ _DRIVER: dict[str, Rule] = {
         "removed from the chart in v22.9.1: the driver DaemonSet updates with OnDelete (a node gets the new driver "
         "when its driver pod is deleted); the other operands roll with daemonsets.rollingUpdate.maxUnavailable"
     ),
-    "driver.upgradePolicy": Ignore(
-        "drives the upgrade controller of NVIDIA's operator, which this package does not run: the driver "
-        "DaemonSet updates with OnDelete, so a new driver reaches a node when you drain it and delete its driver pod"
-    ),
+    "driver.upgradePolicy": UPGRADE_POLICY,
 }
 
 _VALIDATOR: dict[str, Rule] = {

@@ -31,12 +31,12 @@ MIRROR = "myregistry.example.com/"
 #: chart version → the notes its defaults must produce (what no longer applies), beyond the operator Deployment's
 OLDER_CHARTS: dict[str, set[str]] = {
     "v22.9.0": {"driver.rollingUpdate", "dcgm.hostPort", "operator.defaultRuntime", "psp"},
-    "v22.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer", "driver.upgradePolicy"},
+    "v22.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer"},
     "v23.3.2": {"dcgm.hostPort", "operator.defaultRuntime", "psp", "operator.initContainer"},
     "v23.9.2": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager", "operator.initContainer"},
     "v24.3.0": {"dcgm.hostPort", "operator.defaultRuntime", "kataManager"},
-    "v24.9.2": {"operator.defaultRuntime", "kataManager", "driver.upgradePolicy"},
-    "v25.3.4": {"kataManager", "operator.initContainer", "driver.upgradePolicy"},
+    "v24.9.2": {"operator.defaultRuntime", "kataManager"},
+    "v25.3.4": {"kataManager", "operator.initContainer"},
 }
 
 

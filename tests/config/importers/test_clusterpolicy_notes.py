@@ -19,7 +19,6 @@ INERT: list[tuple[dict[str, Any], str]] = [
      "spec.operator.initContainer"),
     ({"operator": {"metrics": {"serviceMonitor": {"enabled": True}}}}, "spec.operator.metrics"),
     ({"cdi": {"default": True}}, "spec.cdi.default"),
-    ({"driver": {"upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 3}}}, "spec.driver.upgradePolicy"),
     ({"driver": {"useOpenKernelModules": True}}, "spec.driver.useOpenKernelModules"),
     ({"toolkit": {"args": ["--debug"]}}, "spec.toolkit.args"),
     ({"gds": {"enabled": True, "args": ["--x"]}}, "spec.gds.args"),

@@ -97,6 +97,7 @@ VALUES: dict[str, Any] = {
     "mig.strategy": "mixed",
     "migManager.config": {"name": "custom-mig-config"},
     "migManager.gpuClientsConfig": {"name": "gpu-clients"},
+    "driver.upgradePolicy": {"maxParallelUpgrades": 5, "gpuPodDeletion": {"timeoutSeconds": 60}},
     "global": {"imagePullSecrets": [{"name": "regcred"}]},
     "node-feature-discovery": {"worker": {"config": {"sources": {"pci": {"deviceLabelFields": ["vendor", "class"]}}}}},
     "operator.defaultRuntime": "crio",

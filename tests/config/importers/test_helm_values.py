@@ -119,11 +119,15 @@ def test_renames() -> None:
     assert problems({"driver": {"nvidiaDriverCRD": {"enabled": True}}}).keys() == {"driver.nvidiaDriverCRD.enabled"}
 
 
-def test_upgrade_policy_is_reported_not_imported() -> None:
-    # NVIDIA's upgrade controller reads it; nothing here does, so the user is told rather than given a dead field
-    values = {"driver": {"upgradePolicy": {"autoUpgrade": False, "gpuPodDeletion": {"timeoutSeconds": 60}}}}
-    assert import_helm_values(values) == {"namespace": "gpu-operator"}
-    assert "upgrade controller" in ignored_helm_values(values)["driver.upgradePolicy"]
+def test_upgrade_policy_is_imported_for_the_operator_controller() -> None:
+    # the chart's gpuPodDeletion is the ClusterPolicy's podDeletion
+    values = {"driver": {"upgradePolicy": {"autoUpgrade": False, "maxParallelUpgrades": 5, "maxUnavailable": "10%",
+                                           "gpuPodDeletion": {"timeoutSeconds": 60}, "drain": {"enable": True}}}}
+    assert import_helm_values(values)["operator"]["driver"]["upgradePolicy"] == {
+        "autoUpgrade": False, "maxParallelUpgrades": 5, "maxUnavailable": "10%",
+        "podDeletion": {"timeoutSeconds": 60}, "drain": {"enable": True}}
+    # without the agents image in the imported config nothing carries it out: the note says what to add
+    assert "agents.image or agents.build" in ignored_helm_values(values)["driver.upgradePolicy"]
 
 
 def test_operator_image_versions_default_to_the_app_version() -> None:
