@@ -131,7 +131,7 @@ def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.Te
     token = service_account_token(cluster, NAMESPACE, "gpu-operator")
     kubeconfig = plane.write_kubeconfig(workdir / "kubeconfig", token)
     metrics_port = free_port()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1",
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
            "KUBECONFIG": str(kubeconfig), "OPERATOR_NAMESPACE": NAMESPACE,
            "GPU_OPERATOR_CONTROLLER_CONFIG": str(workdir / "controller.json")}
     log = (workdir / "controller.log").open("w")

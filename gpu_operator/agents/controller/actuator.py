@@ -25,7 +25,7 @@ from lightkube.types import PatchType
 
 from gpu_operator.agents.controller.cluster_state import NodePods
 from gpu_operator.agents.controller.reconcile import NodePatch, PodAction
-from gpu_operator.agents.controller.selectors import matches
+from gpu_operator.agents.label_selector import parse_selector
 
 __all__ = ["Actuator", "gpu_pod", "node_pods"]
 
@@ -58,7 +58,7 @@ def _drainable(pod: Any, selector: str) -> bool:
     labels = meta.labels or {}
     owned_by_daemonset = any(ref.kind == "DaemonSet" for ref in meta.ownerReferences or ())
     return (not owned_by_daemonset and _MIRROR_ANNOTATION not in (meta.annotations or {})
-            and labels.get(DRAIN_SKIP_LABEL) != "true" and matches(selector, labels))
+            and labels.get(DRAIN_SKIP_LABEL) != "true" and parse_selector(selector).matches(labels))
 
 
 def node_pods(pods: Iterable[Any], wait_selector: str, drain_selector: str) -> NodePods:
@@ -66,7 +66,8 @@ def node_pods(pods: Iterable[Any], wait_selector: str, drain_selector: str) -> N
     active = [pod for pod in pods if _active(pod)]
     return NodePods(
         gpu_pods=sum(gpu_pod(pod) for pod in active),
-        jobs_running=sum(bool(wait_selector) and matches(wait_selector, pod.metadata.labels or {}) for pod in active),
+        jobs_running=sum(bool(wait_selector) and parse_selector(wait_selector).matches(pod.metadata.labels or {})
+                         for pod in active),
         drainable=sum(_drainable(pod, drain_selector) for pod in active),
     )
 

@@ -16,7 +16,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -99,13 +98,15 @@ def main(argv: Sequence[str]) -> int:
     from lightkube import Client, KubeConfig  # imported after the settings parse, so bad input answers at once
     from lightkube.core.exceptions import ConfigError
 
-    from gpu_operator.agents.controller.loop import ControllerLoop
+    from gpu_operator.agents.controller.informer import warm_decoders
+    from gpu_operator.agents.controller.loop import DECODED, ControllerLoop
 
     try:
         client = Client(KubeConfig.from_env(), field_manager="gpu-operator")
     except ConfigError as error:
         sys.stderr.write(f"{PROGRAM}: no API server: {error}\n")
         return 1
+    warm_decoders(DECODED)  # before the lease renewal and the watches decode in threads of their own
     metrics = ControllerMetrics()
     start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
     health = _serve_health(health_address)

@@ -11,15 +11,34 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import msgspec
 from lightkube import Client
+from lightkube.core import decoders
 
-__all__ = ["Informer"]
+__all__ = ["Informer", "warm_decoders"]
 
 _LOG = logging.getLogger(__name__)
 _BACKOFF_START, _BACKOFF_MAX = 0.5, 30.0
+
+
+def warm_decoders(resources: Iterable[type]) -> None:
+    """Build lightkube's msgspec decoders of `resources` (objects and lists) in the calling thread.
+
+    msgspec builds a type's decoding tables on its first decode and caches them on the type; two threads doing
+    that first decode at once crash the process (seen here as SIGSEGV in `decode_list`). Every type the
+    controller's threads decode is therefore decoded once, from the main thread, before any of them starts.
+    """
+    decoders.decode_watch_event(b'{"type": "ADDED", "object": {}}')
+    decoders.decode_status(b'{"code": 200}')
+    for resource in resources:
+        try:  # the tables are built before the fields are checked: a minimal object that fails still builds them
+            decoders.decode_object(b'{"metadata": {"name": "warm-up"}}', resource)
+        except msgspec.ValidationError:
+            pass
+        decoders.decode_list(b'{"items": [], "metadata": {}}', resource)
 
 
 def _key(obj: Any) -> str:

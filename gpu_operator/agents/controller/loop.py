@@ -19,6 +19,7 @@ from lightkube import ApiError, Client
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import ControllerRevision, DaemonSet
+from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import ConfigMap, Event, Node, Pod
 from lightkube import operators
 
@@ -30,13 +31,13 @@ from gpu_operator.agents.controller.cluster_state import (
     node_facts,
     pod_facts,
 )
-from gpu_operator.agents.controller.informer import Informer
+from gpu_operator.agents.controller.informer import Informer, warm_decoders
 from gpu_operator.agents.controller.metrics import OPERATOR_ERROR, ControllerMetrics
 from gpu_operator.agents.controller.reconcile import Plan, UpgradeEvent, nodes_needing_pods, reconcile
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, status_data
 
-__all__ = ["EVENT_NAMESPACE", "ControllerLoop", "newest_revisions"]
+__all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop", "newest_revisions"]
 
 _LOG = logging.getLogger(__name__)
 _DEBOUNCE_SECONDS = 0.1
@@ -44,6 +45,8 @@ _COMPONENT = "gpu-operator-controller"
 #: Events of a cluster-scoped object (a Node) live in `default`, as the kubelet's and NVIDIA's do: the API server
 #: accepts a Node's event in no other namespace.
 EVENT_NAMESPACE = "default"
+#: Every type the controller's threads decode (see informer.warm_decoders).
+DECODED = (Node, Pod, DaemonSet, ControllerRevision, ConfigMap, Event, Lease, Pod.Eviction)
 
 
 def newest_revisions(revisions: list[Any]) -> dict[str, str]:
@@ -77,10 +80,11 @@ class ControllerLoop:
         self.last_round = time.monotonic()
 
     def start(self, timeout: float = 60.0) -> None:
-        for informer in self._informers:
-            informer.start()
+        """Start the watches one after the other, each once the one before has listed."""
+        warm_decoders(DECODED)
         deadline = time.monotonic() + timeout
         for informer in self._informers:
+            informer.start()
             if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
                 raise TimeoutError(f"the watch of {informer.name} did not sync within {timeout:.0f} s")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import label_changes
-from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, Action, NodeObservation, State, plan
+from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
 from gpu_operator.upgrade.state_machine import (
     FAILURE_ANNOTATION,
     INITIAL_STATE_ANNOTATION,

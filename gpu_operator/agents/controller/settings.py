@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_operator.agents.label_selector import parse_selector
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.upgrade import UpgradePolicy
 
@@ -86,6 +87,11 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         drain=f("upgradePolicy.drain.enable", bool, False),
         validation_timeout_seconds=f("validationTimeoutSeconds", int, 600),
     )
+    for path in ("upgradePolicy.waitForCompletion.podSelector", "upgradePolicy.drain.podSelector"):
+        try:
+            parse_selector(f(path, str, ""))
+        except ValueError as error:
+            raise SettingsError(f"{path}: {error}") from None
     return ControllerSettings(
         namespace=namespace, labelling=labelling, upgrade=upgrade,
         driver_enabled=f("driver.enabled", bool, True), driver_app=f("driver.app", str, DRIVER_APP),

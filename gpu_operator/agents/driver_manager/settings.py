@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpu_operator.agents.driver_manager.selector import LabelSelector, parse_selector
+from gpu_operator.agents.label_selector import LabelSelector, parse_selector
 from gpu_operator.agents.options import Option, add_arguments, flag_option, resolve
 from gpu_operator.agents.values import parse_duration
 

@@ -13,7 +13,7 @@ from gpu_operator.agents.driver_manager.pods import (
     stale_operand_pods,
     uses_gpu,
 )
-from gpu_operator.agents.driver_manager.selector import parse_selector
+from gpu_operator.agents.label_selector import parse_selector
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 
 PLUGIN = "nvidia.com/gpu.deploy.device-plugin"

@@ -1,4 +1,7 @@
-"""Kubernetes label selectors in their text form, as `DRAIN_POD_SELECTOR_LABEL` gives one to the drain.
+"""Kubernetes label selectors in their text form, as the drain settings give them.
+
+The driver manager's `DRAIN_POD_SELECTOR_LABEL` and the controller's `upgradePolicy.waitForCompletion.podSelector`
+and `drain.podSelector` are such strings; both agents hold a node's pods already and match them here.
 
 NVIDIA passes the variable to kubectl's drain helper, which parses it with `labels.Parse`: comma-separated
 requirements, each `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)` or `key notin (a,b)`.

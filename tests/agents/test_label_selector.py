@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_operator.agents.driver_manager.selector import parse_selector
+from gpu_operator.agents.label_selector import parse_selector
 
 
 @pytest.mark.parametrize(("text", "labels", "matches"), [
