@@ -13,9 +13,12 @@ when `controller.waitForDriverRollout` is on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from gpu_operator.upgrade.revisions import REVISION_LABEL, newest_revisions
+from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION, STATE_LABEL
 
 __all__ = [
     "DriverRollout",
@@ -27,10 +30,7 @@ __all__ = [
     "wait_for_driver_rollout",
 ]
 
-STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
-FAILURE_ANNOTATION = "nvidia.com/gpu-driver-upgrade-failure-reason"
 DRIVER_APP = "nvidia-driver-daemonset"
-_REVISION_LABEL = "controller-revision-hash"
 
 
 @dataclass(frozen=True)
@@ -130,16 +130,6 @@ def wait_for_driver_rollout(
         sleep(max(0.0, min(poll_seconds, deadline - clock())))
 
 
-def _newest(revisions: Iterable[Any]) -> dict[str, str]:
-    newest: dict[str, tuple[int, str]] = {}
-    for revision in revisions:
-        owner = next((r.name for r in revision.metadata.ownerReferences or () if r.kind == "DaemonSet"), None)
-        digest = (revision.metadata.labels or {}).get(_REVISION_LABEL, "")
-        if owner and (owner not in newest or revision.revision > newest[owner][0]):
-            newest[owner] = (revision.revision, digest)
-    return {owner: digest for owner, (_, digest) in newest.items()}
-
-
 def kubeconfig_rollout_lister(kubeconfig: str | Mapping[str, Any], namespace: str, context: str | None = None,
                               trust_env: bool = True) -> Callable[[], RolloutSnapshot]:
     """A reader of the rollout through the Kubernetes API (list on daemonsets, controllerrevisions and pods in
@@ -154,13 +144,13 @@ def kubeconfig_rollout_lister(kubeconfig: str | Mapping[str, Any], namespace: st
     selector = {"app": DRIVER_APP}
 
     def read() -> RolloutSnapshot:
-        newest = _newest(client.list(ControllerRevision, namespace=namespace))
+        newest = newest_revisions(client.list(ControllerRevision, namespace=namespace))
         daemonsets = {ds.metadata.name: (ds.metadata.generation or 0, (ds.status.observedGeneration or 0)
                                          if ds.status else 0, newest.get(ds.metadata.name, ""))
                       for ds in client.list(DaemonSet, namespace=namespace, labels=selector)}
         pods = [(pod.spec.nodeName, next((r.name for r in pod.metadata.ownerReferences or ()
                                           if r.kind == "DaemonSet"), ""),
-                 (pod.metadata.labels or {}).get(_REVISION_LABEL, ""))
+                 (pod.metadata.labels or {}).get(REVISION_LABEL, ""))
                 for pod in client.list(Pod, namespace=namespace, labels=selector)
                 if pod.spec.nodeName and pod.metadata.deletionTimestamp is None]
         nodes = {node.metadata.name: ((node.metadata.labels or {}).get(STATE_LABEL, ""),

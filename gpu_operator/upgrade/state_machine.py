@@ -116,7 +116,10 @@ class NodeObservation:
     gpu_pods: int = 0
     jobs_running: int = 0
     eviction_blocked: bool = False
-    """A PodDisruptionBudget refused an eviction of one of the node's pods."""
+    """A PodDisruptionBudget refused an eviction of one of the node's pods, or a pod may not be evicted at all."""
+    block_reason: str = ""
+    """Why, when not a PodDisruptionBudget (a pod with emptyDir data without deleteEmptyDir, a bare pod without
+    force): the failure reason the node gets."""
     validator_ready: bool = False
     wait_started_at: float | None = None
     validation_started_at: float | None = None
@@ -151,13 +154,13 @@ def _step(node: NodeObservation, policy: UpgradePolicy, now: float) -> list[Acti
         return []
     if node.state is State.POD_DELETION:
         if node.eviction_blocked:
-            return _fail(node, "a PodDisruptionBudget refused the eviction of a GPU pod")
+            return _fail(node, node.block_reason or "a PodDisruptionBudget refused the eviction of a GPU pod")
         if node.gpu_pods:
             return [Action(ActionKind.DELETE_GPU_PODS, name)]
         return [_set(name, State.DRAIN if policy.drain else State.POD_RESTART)]
     if node.state is State.DRAIN:
         if node.eviction_blocked:
-            return _fail(node, "a PodDisruptionBudget refused an eviction of the drain")
+            return _fail(node, node.block_reason or "a PodDisruptionBudget refused an eviction of the drain")
         if node.gpu_pods:
             return [Action(ActionKind.DRAIN, name)]
         return [_set(name, State.POD_RESTART)]

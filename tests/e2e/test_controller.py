@@ -64,7 +64,7 @@ def _document(version: str) -> Object:
     document["operator"].setdefault("driver", {})["version"] = version
     document["operator"]["driver"]["upgradePolicy"] = {
         "maxParallelUpgrades": MAX_PARALLEL, "maxUnavailable": MAX_UNAVAILABLE,
-        "podDeletion": {"timeoutSeconds": 5}}
+        "podDeletion": {"timeoutSeconds": 5, "force": True}}  # the test's GPU pods are bare pods
     document["controller"] = {"validationTimeoutSeconds": 15, "resyncSeconds": 60}
     return document
 

@@ -281,7 +281,7 @@ def test_upgrade_pauses_operands_evicts_gpu_pods_unloads_and_restores(
     paused = [v for v in case.history if v.get(PLUGIN) == "paused-for-driver-upgrade"]
     assert paused and all(v["nvidia.com/gpu.deploy.gpu-feature-discovery"] == "paused-for-driver-upgrade"
                           and v["nvidia.com/gpu.deploy.dcgm-exporter"] == "false" for v in paused), case.history
-    assert True in case.unschedulable_seen
+    assert any(case.unschedulable_seen)
     assert _labels(admin, case.node) == DEPLOY and not admin.get(Node, case.node).spec.unschedulable
     assert not (_running(admin, case.node, "train-") & case.gpu_pods)  # the old GPU pods are gone
     evictions = sorted(r.name for r in requests if r.resource == "pods/eviction")
@@ -303,7 +303,7 @@ def test_digest_match_keeps_the_driver_and_the_gpu_pods(
     assert "route driver-matches" in output
     assert (root / "proc/modules").read_text() == LOADED
     assert not any(r.resource == "pods/eviction" for r in requests)
-    assert True not in case.unschedulable_seen
+    assert not any(case.unschedulable_seen)
     assert any(v.get(PLUGIN) == "paused-for-driver-upgrade" for v in case.history)
     assert _labels(admin, case.node) == DEPLOY
     assert _running(admin, case.node, "train-") == case.gpu_pods
@@ -329,7 +329,7 @@ def test_a_disruption_budget_fails_the_run_with_the_node_restored(
     assert "DRAIN_TIMEOUT_SECONDS" in output and "disruption budget" in output
     refused = [r for r in requests if r.resource == "pods/eviction" and r.code == 429]
     assert len(refused) >= 2
-    assert True in case.unschedulable_seen
+    assert any(case.unschedulable_seen)
     assert _labels(admin, case.node) == DEPLOY and not admin.get(Node, case.node).spec.unschedulable
     assert (root / "proc/modules").read_text() == LOADED
     assert _running(admin, case.node, "train-") == case.gpu_pods

@@ -3,18 +3,22 @@
 Every write is idempotent by construction: a node patch is a JSON merge patch of the values the plan wants (a
 retry writes the same values), an eviction of a pod that is already gone or terminating is not sent, and a node
 deleted mid-upgrade (404) is simply no longer there. An eviction refused by a PodDisruptionBudget (429) is
-remembered with its time: the reconcile fails the node once the refusal has lasted the policy's timeout.
+remembered with its time: the reconcile fails the node once the refusal has lasted the policy's timeout; a pod
+that may not be evicted at all fails it at once, with the pod and the setting that would allow it.
 Transient failures of the API (5xx, 429 from priority and fairness, lost connections) are retried with backoff.
 
 The node's pods are read only for nodes at the pod steps, with a field selector on `spec.nodeName`, and reduced
-to counts (:class:`NodePods`): GPU pods to delete, jobs to wait for, pods a drain would evict.
+to counts (:class:`NodePods`): GPU pods to delete, jobs to wait for, pods a drain would evict. Which pods those
+are, and which may not be evicted at all (emptyDir data without `deleteEmptyDir`, no controller without `force`,
+as kubectl's drain helper refuses them), are the driver manager's rules (`agents.driver_manager.pods`), so the
+controller and the driver pod's init container agree on every pod.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import httpx2 as httpx
@@ -25,69 +29,46 @@ from lightkube.types import PatchType
 
 from gpu_operator.agents.controller.cluster_state import NodePods
 from gpu_operator.agents.controller.reconcile import NodePatch, PodAction
-from gpu_operator.agents.label_selector import parse_selector
+from gpu_operator.agents.driver_manager import pods as pod_rules
+from gpu_operator.agents.driver_manager.kube import pod_facts
+from gpu_operator.agents.driver_manager.settings import DrainOptions
+from gpu_operator.agents.label_selector import LabelSelector
 
-__all__ = ["Actuator", "gpu_pod", "node_pods"]
+__all__ = ["Actuator", "node_pods"]
 
 _LOG = logging.getLogger(__name__)
-_GPU_RESOURCE_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-")
-DRAIN_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade-drain.skip"
-_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _TRANSIENT = frozenset({429, 500, 502, 503, 504})
 _ATTEMPTS = 5
 T = TypeVar("T")
 
 
-def _active(pod: Any) -> bool:
-    phase = pod.status.phase if pod.status else None
-    return pod.metadata.deletionTimestamp is None and phase not in ("Succeeded", "Failed")
-
-
-def gpu_pod(pod: Any) -> bool:
-    """A pod requesting or limiting an NVIDIA GPU or MIG resource (what NVIDIA's pod deletion selects)."""
-    for container in [*(pod.spec.containers or ()), *(pod.spec.initContainers or ())]:
-        resources = container.resources
-        names = [*((resources.requests or {}) if resources else {}), *((resources.limits or {}) if resources else {})]
-        if any(name.startswith(_GPU_RESOURCE_PREFIXES) for name in names):
-            return True
-    return False
-
-
-def _drainable(pod: Any, selector: str) -> bool:
-    meta = pod.metadata
-    labels = meta.labels or {}
-    owned_by_daemonset = any(ref.kind == "DaemonSet" for ref in meta.ownerReferences or ())
-    return (not owned_by_daemonset and _MIRROR_ANNOTATION not in (meta.annotations or {})
-            and labels.get(DRAIN_SKIP_LABEL) != "true" and parse_selector(selector).matches(labels))
-
-
-def node_pods(pods: Iterable[Any], wait_selector: str, drain_selector: str) -> NodePods:
-    """A node's pods as the upgrade counts them (active pods only)."""
-    active = [pod for pod in pods if _active(pod)]
+def node_pods(pods: Iterable[pod_rules.PodFacts], wait_selector: LabelSelector, drain: DrainOptions) -> NodePods:
+    """A node's pods as the upgrade counts them: the step waits while any is left, terminating ones included."""
+    pods = list(pods)
     return NodePods(
-        gpu_pods=sum(gpu_pod(pod) for pod in active),
-        jobs_running=sum(bool(wait_selector) and parse_selector(wait_selector).matches(pod.metadata.labels or {})
-                         for pod in active),
-        drainable=sum(_drainable(pod, drain_selector) for pod in active),
+        gpu_pods=len(pod_rules.gpu_pods(pods)),
+        jobs_running=sum(bool(wait_selector.text) and not pod.finished and wait_selector.matches(pod.labels)
+                         for pod in pods),
+        drainable=len(pod_rules.drain_pods(pods, drain)),
     )
 
 
 class Actuator:
     """Carries out plans; `blocked_since` remembers evictions a PodDisruptionBudget refused, per node."""
 
-    def __init__(self, client: Client, namespace: str, *, wait_selector: str = "", drain_selector: str = "",
+    def __init__(self, client: Client, namespace: str, *, wait_selector: LabelSelector = LabelSelector(""),
+                 pod_deletion: DrainOptions = DrainOptions(), drain: DrainOptions = DrainOptions(),
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
         self._client, self._namespace = client, namespace
-        self._wait_selector, self._drain_selector = wait_selector, drain_selector
+        self._wait_selector, self._pod_deletion, self._drain = wait_selector, pod_deletion, drain
         self._clock, self._sleep = clock, sleep
         self.blocked_since: dict[str, float] = {}
-        self.requests = 0
+        self.refusals: dict[str, str] = {}
 
     def _call(self, action: Callable[[], T]) -> T:
         delay = 0.2
         for attempt in range(_ATTEMPTS):
             try:
-                self.requests += 1
                 return action()
             except ApiError as error:
                 if error.status.code not in _TRANSIENT or attempt == _ATTEMPTS - 1:
@@ -99,19 +80,19 @@ class Actuator:
             delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
 
-    def pods_on(self, node: str) -> list[Any]:
-        return self._call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
+    def pods_on(self, node: str) -> list[pod_rules.PodFacts]:
+        listed = self._call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
+        return [pod_facts(pod) for pod in listed]
 
     def count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
-        return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain_selector) for node in nodes}
+        return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain) for node in nodes}
 
-    def _evict(self, node: str, pods: Iterable[Any]) -> None:
+    def _evict(self, node: str, pods: Iterable[pod_rules.PodFacts]) -> None:
         refused = False
         for pod in pods:
-            meta = pod.metadata
-            eviction = Pod.Eviction(metadata=ObjectMeta(name=meta.name, namespace=meta.namespace))
+            eviction = Pod.Eviction(metadata=ObjectMeta(name=pod.name, namespace=pod.namespace))
             try:
-                self._call(lambda: self._client.create(eviction, name=meta.name, namespace=meta.namespace))
+                self._call(lambda: self._client.create(eviction, name=pod.name, namespace=pod.namespace))
             except ApiError as error:
                 if error.status.code == 404:
                     continue
@@ -129,9 +110,18 @@ class Actuator:
                 if error.status.code != 404:
                     raise
             return
-        pods = [pod for pod in self.pods_on(action.node) if _active(pod)]
-        chosen = [p for p in pods if (gpu_pod(p) if action.kind == "evict-gpu-pods"
-                                      else _drainable(p, self._drain_selector))]
+        pods = self.pods_on(action.node)
+        gpu = action.kind == "evict-gpu-pods"
+        options = self._pod_deletion if gpu else self._drain
+        chosen = [pod for pod in (pod_rules.gpu_pods(pods) if gpu else pod_rules.drain_pods(pods, options))
+                  if not pod.terminating]
+        # as kubectl's drain helper: one pod that may not be evicted fails the step before any eviction
+        refused = pod_rules.refusals(chosen, options, gpu=gpu)
+        if refused:
+            setting = "podDeletion" if gpu else "drain"
+            self.refusals[action.node] = (f"{'; '.join(refused)} (upgradePolicy.{setting}: force evicts pods no "
+                                          "controller manages, deleteEmptyDir pods with emptyDir data)")
+            return
         self._evict(action.node, chosen)
 
     def patch_node(self, patch: NodePatch) -> bool:
@@ -151,8 +141,9 @@ class Actuator:
             raise
         return True
 
-    def forget(self, nodes: Mapping[str, Any]) -> None:
-        """Drop eviction refusals of nodes that left the pod steps (or the cluster)."""
-        for node in list(self.blocked_since):
-            if node not in nodes:
-                del self.blocked_since[node]
+    def forget(self, nodes: Iterable[str]) -> None:
+        """Drop what was refused of nodes that left the pod steps (or the cluster)."""
+        keep = set(nodes)
+        for memory in (self.blocked_since, self.refusals):
+            for node in [node for node in memory if node not in keep]:
+                del memory[node]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from gpu_operator.upgrade.revisions import REVISION_LABEL
+
 __all__ = [
     "ClusterState",
     "DaemonSetFacts",
@@ -24,7 +26,6 @@ __all__ = [
 
 #: The env var whose value fingerprints what the driver pod installs (render/operands/driver_digest.py).
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
-_REVISION_LABEL = "controller-revision-hash"
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,12 @@ class PodFacts:
 @dataclass(frozen=True)
 class DaemonSetFacts:
     name: str
-    app: str = ""
     revision: str = ""
     """The hash of the DaemonSet's newest ControllerRevision ("" until the controller manager wrote one)."""
     digest: str = ""
     desired: int = 0
     ready: int = 0
     updated: int = 0
-    node_selector: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +79,9 @@ class ClusterState:
     daemonsets: Mapping[str, DaemonSetFacts] = field(default_factory=dict)
     node_pods: Mapping[str, NodePods] = field(default_factory=dict)
     eviction_blocked_since: Mapping[str, float] = field(default_factory=dict)
+    """Nodes whose evictions a PodDisruptionBudget refused, and since when."""
+    eviction_refusals: Mapping[str, str] = field(default_factory=dict)
+    """Nodes with a pod that may not be evicted at all (emptyDir data, no controller), and why."""
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -116,16 +118,13 @@ def pod_facts(pod: Any) -> PodFacts:
     owner = next((ref.name for ref in meta.ownerReferences or () if ref.kind == "DaemonSet"), "")
     conditions = _get(pod, "status", "conditions") or ()
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    return PodFacts(meta.name, spec.nodeName or "", labels.get("app", ""), owner, labels.get(_REVISION_LABEL, ""),
+    return PodFacts(meta.name, spec.nodeName or "", labels.get("app", ""), owner, labels.get(REVISION_LABEL, ""),
                     _pod_digest(spec), ready, meta.deletionTimestamp is not None)
 
 
 def daemonset_facts(daemonset: Any, revision: str) -> DaemonSetFacts:
     """Facts of a lightkube DaemonSet whose newest ControllerRevision has hash `revision`."""
-    meta, status = daemonset.metadata, daemonset.status
-    template = daemonset.spec.template
+    meta, status, template = daemonset.metadata, daemonset.status, daemonset.spec.template
     return DaemonSetFacts(
-        meta.name, (meta.labels or {}).get("app", ""), revision, _pod_digest(template.spec),
-        int(_get(status, "desiredNumberScheduled") or 0), int(_get(status, "numberReady") or 0),
-        int(_get(status, "updatedNumberScheduled") or 0),
-        MappingProxyType(dict(template.spec.nodeSelector or {})))
+        meta.name, revision, _pod_digest(template.spec), int(_get(status, "desiredNumberScheduled") or 0),
+        int(_get(status, "numberReady") or 0), int(_get(status, "updatedNumberScheduled") or 0))

@@ -24,7 +24,7 @@ from prometheus_client import start_http_server
 
 from gpu_operator.agents.controller.leader import LEASE_NAME, LeaderElector
 from gpu_operator.agents.controller.metrics import ControllerMetrics
-from gpu_operator.agents.controller.settings import SettingsError, parse_settings
+from gpu_operator.agents.controller.settings import ControllerSettings, SettingsError, parse_settings
 
 __all__ = ["DEFAULT_CONFIG", "build_parser", "main"]
 
@@ -74,7 +74,7 @@ def _serve_health(address: tuple[str, int]) -> ThreadingHTTPServer:
     return server
 
 
-def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _settings(args: argparse.Namespace) -> ControllerSettings:
     if not args.namespace:
         raise SettingsError("the operator's namespace is unknown: set OPERATOR_NAMESPACE or --namespace")
     try:

@@ -8,10 +8,11 @@ resync lists again on a timer as well, the way client-go's informers resync, so 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -34,10 +35,9 @@ def warm_decoders(resources: Iterable[type]) -> None:
     decoders.decode_watch_event(b'{"type": "ADDED", "object": {}}')
     decoders.decode_status(b'{"code": 200}')
     for resource in resources:
-        try:  # the tables are built before the fields are checked: a minimal object that fails still builds them
+        # the tables are built before the fields are checked: a minimal object that fails still builds them
+        with contextlib.suppress(msgspec.ValidationError):
             decoders.decode_object(b'{"metadata": {"name": "warm-up"}}', resource)
-        except msgspec.ValidationError:
-            pass
         decoders.decode_list(b'{"items": [], "metadata": {}}', resource)
 
 
@@ -50,11 +50,9 @@ class Informer:
     """A watched copy of one resource (optionally in one namespace, with a label selector)."""
 
     def __init__(self, client: Client, resource: type, wake: threading.Event, *, namespace: str | None = None,
-                 labels: Mapping[str, Any] | None = None, resync_seconds: float = 300.0,
-                 on_error: Callable[[str, BaseException], None] | None = None) -> None:
+                 labels: Mapping[str, Any] | None = None, resync_seconds: float = 300.0) -> None:
         self._client, self._resource, self._wake = client, resource, wake
         self._namespace, self._labels, self._resync = namespace, labels, resync_seconds
-        self._on_error = on_error
         self._objects: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.synced = threading.Event()
@@ -108,7 +106,5 @@ class Informer:
                 backoff = _BACKOFF_START
             except Exception as error:  # any failure of the API: back off, then list again
                 _LOG.warning("watch of %s failed (%s); listing again in %.1f s", self.name, error, backoff)
-                if self._on_error is not None:
-                    self._on_error(self.name, error)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX)

@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from lightkube import ApiError, Client
 from lightkube.models.core_v1 import EventSource, ObjectReference
@@ -35,9 +34,10 @@ from gpu_operator.agents.controller.informer import Informer, warm_decoders
 from gpu_operator.agents.controller.metrics import OPERATOR_ERROR, ControllerMetrics
 from gpu_operator.agents.controller.reconcile import Plan, UpgradeEvent, nodes_needing_pods, reconcile
 from gpu_operator.agents.controller.settings import ControllerSettings
-from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, status_data
+from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
+from gpu_operator.upgrade.revisions import newest_revisions
 
-__all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop", "newest_revisions"]
+__all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop"]
 
 _LOG = logging.getLogger(__name__)
 _DEBOUNCE_SECONDS = 0.1
@@ -47,17 +47,6 @@ _COMPONENT = "gpu-operator-controller"
 EVENT_NAMESPACE = "default"
 #: Every type the controller's threads decode (see informer.warm_decoders).
 DECODED = (Node, Pod, DaemonSet, ControllerRevision, ConfigMap, Event, Lease, Pod.Eviction)
-
-
-def newest_revisions(revisions: list[Any]) -> dict[str, str]:
-    """DaemonSet name -> the `controller-revision-hash` of its newest ControllerRevision."""
-    newest: dict[str, tuple[int, str]] = {}
-    for revision in revisions:
-        owner = next((ref.name for ref in revision.metadata.ownerReferences or () if ref.kind == "DaemonSet"), None)
-        digest = (revision.metadata.labels or {}).get("controller-revision-hash", "")
-        if owner and (owner not in newest or revision.revision > newest[owner][0]):
-            newest[owner] = (revision.revision, digest)
-    return {owner: digest for owner, (_, digest) in newest.items()}
 
 
 class ControllerLoop:
@@ -73,7 +62,7 @@ class ControllerLoop:
         self._revisions = Informer(client, ControllerRevision, self.wake, namespace=ns, resync_seconds=resync)
         self._informers = (self._nodes, self._pods, self._daemonsets, self._revisions)
         self.actuator = Actuator(client, ns, wait_selector=settings.wait_pod_selector,
-                                 drain_selector=settings.drain_pod_selector, clock=clock)
+                                 pod_deletion=settings.pod_deletion, drain=settings.drain, clock=clock)
         self._status: dict[str, str] | None = None
         self._status_written = 0.0
         self.rounds = 0
@@ -96,9 +85,9 @@ class ControllerLoop:
         nodes = {facts.name: facts for facts in map(node_facts, self._nodes.items())}
         state = ClusterState(nodes=nodes, pods=tuple(map(pod_facts, self._pods.items())), daemonsets=daemonsets)
         needing = nodes_needing_pods(state)
-        self.actuator.forget({name: True for name in needing})
+        self.actuator.forget(needing)
         return ClusterState(nodes, state.pods, daemonsets, self.actuator.count_pods(needing),
-                            dict(self.actuator.blocked_since))
+                            dict(self.actuator.blocked_since), dict(self.actuator.refusals))
 
     def round(self) -> Plan:
         """One reconcile: observe, plan, write; returns the plan carried out."""
@@ -114,8 +103,9 @@ class ControllerLoop:
                 self._metrics.writes.labels("node-patch").inc()
         for event in plan.events:
             self._event(event, now)
-        summary = census(state, plan.observations, self._settings.upgrade.max_parallel_upgrades)
-        self._write_status(status_data(state, summary))
+        operands = operand_status(state.daemonsets.values())
+        summary = census(state, plan.observations, self._settings.upgrade.max_parallel_upgrades, operands)
+        self._write_status(status_data(state, summary, operands))
         self._metrics.record(summary, self._settings.upgrade.auto_upgrade, now)
         self._metrics.duration.observe(time.monotonic() - started)
         self.rounds += 1
@@ -131,7 +121,6 @@ class ControllerLoop:
             source=EventSource(component=_COMPONENT), firstTimestamp=stamp, lastTimestamp=stamp, count=1,
         )
         try:
-            self.actuator.requests += 1
             self._client.create(body)
             self._metrics.writes.labels("event").inc()
         except ApiError as error:  # an event is a report: losing one must not stop the upgrade
@@ -143,7 +132,6 @@ class ControllerLoop:
         body = ConfigMap(metadata=ObjectMeta(name=STATUS_CONFIG_MAP, namespace=self._settings.namespace,
                                              labels={"app": "gpu-operator"}), data=data)
         try:
-            self.actuator.requests += 1
             try:
                 self._client.replace(body)
             except ApiError as error:

@@ -122,17 +122,23 @@ def _outdated(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts]) -> tuple[
     return pod.revision != owner.revision, not pod.digest or pod.digest != owner.digest
 
 
-def _blocked(state: ClusterState, name: str, step: State | None, settings: ControllerSettings, now: float) -> bool:
+def _blocked(state: ClusterState, name: str, step: State | None, settings: ControllerSettings,
+             now: float) -> tuple[bool, str]:
+    """(the node's evictions are blocked for good, why): a refused pod at once, a PodDisruptionBudget past the
+    timeout of the step."""
+    if step not in (State.POD_DELETION, State.DRAIN):
+        return False, ""
+    if name in state.eviction_refusals:
+        return True, state.eviction_refusals[name]
     since = state.eviction_blocked_since.get(name)
-    if since is None or step not in (State.POD_DELETION, State.DRAIN):
-        return False
-    limit = settings.pod_deletion_timeout_seconds if step is State.POD_DELETION else settings.drain_timeout_seconds
-    return now - since >= limit
+    limit = (settings.pod_deletion if step is State.POD_DELETION else settings.drain).timeout
+    return since is not None and now - since >= limit, ""
 
 
-def observe(state: ClusterState, settings: ControllerSettings, now: float) -> list[NodeObservation]:
+def observe(state: ClusterState, settings: ControllerSettings, now: float,
+            drivers: Mapping[str, PodFacts] | None = None) -> list[NodeObservation]:
     """The managed nodes (a driver pod, or an upgrade state) as the upgrade planner sees them."""
-    drivers = _driver_pods(state.pods, settings.driver_app)
+    drivers = _driver_pods(state.pods, settings.driver_app) if drivers is None else drivers
     validated = {pod.node for pod in state.pods
                  if pod.app in settings.validator_apps and pod.ready and not pod.terminating}
     observations = []
@@ -144,12 +150,13 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float) -> li
         outdated, digest_changed = _outdated(driver, state.daemonsets) if driver else (False, True)
         pods = state.node_pods.get(name)
         counted = 0 if pods is None else (pods.drainable if step is State.DRAIN else pods.gpu_pods)
+        blocked, reason = _blocked(state, name, step, settings, now)
         observations.append(NodeObservation(
             name=name, state=step, unschedulable=node.unschedulable, initial_unschedulable=_initial(node),
             skip=node.labels.get(SKIP_LABEL) == "true", driver_pod_present=driver is not None,
             driver_pod_outdated=outdated, config_digest_changed=digest_changed, gpu_pods=counted,
             jobs_running=0 if pods is None else pods.jobs_running,
-            eviction_blocked=_blocked(state, name, step, settings, now), validator_ready=name in validated,
+            eviction_blocked=blocked, block_reason=reason, validator_ready=name in validated,
             wait_started_at=_time(node.annotations.get(WAIT_START_ANNOTATION)),
             validation_started_at=_time(node.annotations.get(VALIDATION_START_ANNOTATION)),
         ))
@@ -228,9 +235,9 @@ def _requeue(observations: Sequence[NodeObservation], settings: ControllerSettin
 
 def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> Plan:
     """Every write of this round, and when to look again."""
-    observations = observe(state, settings, now)
-    by_node = _by_node(plan(observations, settings.upgrade, now))
     drivers = _driver_pods(state.pods, settings.driver_app)
+    observations = observe(state, settings, now, drivers)
+    by_node = _by_node(plan(observations, settings.upgrade, now))
     pod_actions: list[PodAction] = []
     patches: list[NodePatch] = []
     events: list[UpgradeEvent] = []

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_operator.agents.label_selector import parse_selector
+from gpu_operator.agents.driver_manager.settings import DrainOptions
+from gpu_operator.agents.label_selector import LabelSelector, parse_selector
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.upgrade import UpgradePolicy
 
@@ -36,10 +37,11 @@ class ControllerSettings:
     """The driver operand is rendered: GPU nodes get the `gpu-driver-upgrade-enabled` annotation when upgrades run."""
     driver_app: str = DRIVER_APP
     validator_apps: tuple[str, ...] = VALIDATOR_APPS
-    wait_pod_selector: str = ""
-    pod_deletion_timeout_seconds: int = 300
-    drain_pod_selector: str = ""
-    drain_timeout_seconds: int = 300
+    wait_pod_selector: LabelSelector = LabelSelector("")
+    pod_deletion: DrainOptions = DrainOptions(timeout=300.0)
+    """`upgradePolicy.podDeletion`: force, deleteEmptyDir and the time an eviction may be refused."""
+    drain: DrainOptions = DrainOptions(timeout=300.0)
+    """`upgradePolicy.drain`: the same, and the podSelector of the pods it drains."""
     resync_seconds: float = 300.0
 
 
@@ -87,18 +89,23 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         drain=f("upgradePolicy.drain.enable", bool, False),
         validation_timeout_seconds=f("validationTimeoutSeconds", int, 600),
     )
-    for path in ("upgradePolicy.waitForCompletion.podSelector", "upgradePolicy.drain.podSelector"):
+    def selector(path: str) -> LabelSelector:
         try:
-            parse_selector(f(path, str, ""))
+            return parse_selector(f(path, str, ""))
         except ValueError as error:
             raise SettingsError(f"{path}: {error}") from None
+
+    def options(section: str, pod_selector: LabelSelector) -> DrainOptions:
+        return DrainOptions(f(f"upgradePolicy.{section}.force", bool, False),
+                            f(f"upgradePolicy.{section}.deleteEmptyDir", bool, False),
+                            float(f(f"upgradePolicy.{section}.timeoutSeconds", int, 300)), pod_selector)
+
     return ControllerSettings(
         namespace=namespace, labelling=labelling, upgrade=upgrade,
         driver_enabled=f("driver.enabled", bool, True), driver_app=f("driver.app", str, DRIVER_APP),
         validator_apps=tuple(f("validatorApps", list, list(VALIDATOR_APPS))),
-        wait_pod_selector=f("upgradePolicy.waitForCompletion.podSelector", str, ""),
-        pod_deletion_timeout_seconds=f("upgradePolicy.podDeletion.timeoutSeconds", int, 300),
-        drain_pod_selector=f("upgradePolicy.drain.podSelector", str, ""),
-        drain_timeout_seconds=f("upgradePolicy.drain.timeoutSeconds", int, 300),
+        wait_pod_selector=selector("upgradePolicy.waitForCompletion.podSelector"),
+        pod_deletion=options("podDeletion", LabelSelector("")),
+        drain=options("drain", selector("upgradePolicy.drain.podSelector")),
         resync_seconds=float(f("resyncSeconds", (int, float), 300)),
     )

@@ -72,19 +72,20 @@ def _node(labels: Mapping[str, str], annotations: Mapping[str, str], unschedulab
     return entry
 
 
-def census(state: ClusterState, observations: Iterable[NodeObservation], max_parallel: int) -> Census:
+def census(state: ClusterState, observations: Iterable[NodeObservation], max_parallel: int,
+           operands: Mapping[str, Mapping[str, Any]]) -> Census:
+    """The counts, given the operands' status (:func:`operand_status`)."""
     states = Counter(node.state for node in observations if not node.skip)
     gpu_nodes = sum(node.labels.get(GPU_PRESENT_LABEL) == "true" for node in state.nodes.values())
     in_progress = sum(states[s] for s in IN_PROGRESS)
     pending = states[State.REQUIRED]
     room = pending if not max_parallel else max(0, min(pending, max_parallel - in_progress))
-    ready = all(entry["state"] == "ready" for entry in operand_status(state.daemonsets.values()).values())
+    ready = all(entry["state"] == "ready" for entry in operands.values())
     return Census(gpu_nodes, in_progress, states[State.DONE], states[State.FAILED], pending, room, ready)
 
 
-def status_data(state: ClusterState, summary: Census) -> dict[str, str]:
+def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """The status ConfigMap's data."""
-    operands = operand_status(state.daemonsets.values())
     nodes = {name: _node(node.labels, node.annotations, node.unschedulable)
              for name, node in sorted(state.nodes.items()) if node.labels.get(GPU_PRESENT_LABEL) == "true"}
     ready = summary.operands_ready and summary.failed == 0 and summary.in_progress == 0 and summary.pending == 0

@@ -50,7 +50,7 @@ class FakeCluster:
                 for n in self.nodes.values() if n.driver is not None]
         pods += [PodFacts(f"validator-{n.name}", n.name, "nvidia-operator-validator", "v", "x", "", n.validator_ready)
                  for n in self.nodes.values()]
-        ds = DaemonSetFacts(DRIVER_DS, DRIVER_DS, self.revision, self.digest, len(self.nodes), len(self.nodes),
+        ds = DaemonSetFacts(DRIVER_DS, self.revision, self.digest, len(self.nodes), len(self.nodes),
                             len(self.nodes))
         state = ClusterState(nodes, tuple(pods), {DRIVER_DS: ds})
         needing = nodes_needing_pods(state)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from gpu_operator.agents.controller.reconcile import reconcile
 from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.labels import LabellingPolicy, label_changes
 from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, State, UpgradePolicy
 from tests.agents.controller.fake_cluster import NEW, FakeCluster, FakeNode
@@ -40,7 +41,7 @@ def scenarios(draw: st.DrawFn) -> tuple[FakeCluster, ControllerSettings, list[in
                            wait_for_jobs=draw(st.booleans()), drain=draw(st.booleans()),
                            validation_timeout_seconds=60)
     controller = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS), policy,
-                                    pod_deletion_timeout_seconds=30, drain_timeout_seconds=30)
+                                    pod_deletion=DrainOptions(timeout=30.0), drain=DrainOptions(timeout=30.0))
     crashes = draw(st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=ROUNDS, max_size=ROUNDS))
     return FakeCluster(nodes), controller, crashes
 

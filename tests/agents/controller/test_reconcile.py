@@ -12,6 +12,7 @@ from gpu_operator.agents.controller.reconcile import (
     reconcile,
 )
 from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
 from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION, INITIAL_STATE_ANNOTATION
@@ -19,7 +20,7 @@ from tests.agents.controller.fake_cluster import DRIVER_DS, NEW, NFD_PCI, OLD, F
 
 OPERANDS = frozenset({"driver", "container-toolkit", "device-plugin", "operator-validator"})
 SETTINGS = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS), UpgradePolicy(max_parallel_upgrades=1),
-                              pod_deletion_timeout_seconds=30, resync_seconds=300)
+                              pod_deletion=DrainOptions(timeout=30.0), resync_seconds=300)
 LABELLED = {**NFD_PCI, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.client": "true",
             **{f"nvidia.com/gpu.deploy.{o}": "true" for o in OPERANDS}}
 
@@ -92,12 +93,21 @@ def test_an_eviction_refused_past_the_timeout_fails_the_node_with_the_reason() -
     assert plan.events[0].warning and "PodDisruptionBudget" in plan.events[0].message
 
 
+def test_a_pod_that_may_not_be_evicted_fails_the_node_at_once_with_the_pod_and_the_setting() -> None:
+    labels = {**LABELLED, STATE_LABEL: "pod-deletion-required"}
+    reason = "default/scratch has emptyDir data (upgradePolicy.podDeletion: ... deleteEmptyDir ...)"
+    state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)},
+                         node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_refusals={"gpu-0": reason})
+    [patch] = reconcile(state, SETTINGS, 0).patches
+    assert patch.labels == {STATE_LABEL: "upgrade-failed"} and patch.annotations[FAILURE_ANNOTATION] == reason
+
+
 def test_the_old_driver_pod_is_deleted_once_and_a_terminating_one_counts_as_gone() -> None:
     labels = {**LABELLED, STATE_LABEL: "pod-restart-required"}
     state = ClusterState(
         {"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)},
         (PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, OLD, "d"),),
-        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, DRIVER_DS, NEW, "d")},
+        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d")},
     )
     plan = reconcile(state, SETTINGS, 0)
     assert plan.pod_actions == (PodAction("delete", "gpu-0", "driver-a"),)
@@ -110,7 +120,7 @@ def test_an_unchanged_config_digest_takes_the_restart_only_path() -> None:
     state = ClusterState(
         {"gpu-0": NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "cordon-required"}, {UPGRADE_ENABLED_ANNOTATION: "true"})},
         (PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, OLD, "same"),),
-        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, DRIVER_DS, NEW, "same")},
+        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "same")},
     )
     [observation] = observe(state, SETTINGS, 0)
     assert observation.driver_pod_outdated and not observation.config_digest_changed

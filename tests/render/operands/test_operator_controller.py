@@ -25,14 +25,19 @@ def test_no_controller_without_the_agents_image_or_when_turned_off() -> None:
 
 def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
     document = {**IMAGE, "operator": {"driver": {"upgradePolicy": {
-        "maxParallelUpgrades": 5, "maxUnavailable": "10%", "drain": {"enable": True, "podSelector": "team=ml"},
+        "maxParallelUpgrades": 5, "maxUnavailable": "10%",
+        "drain": {"enable": True, "podSelector": "team=ml", "force": True, "timeoutSeconds": 90},
+        "podDeletion": {"deleteEmptyDir": True, "timeoutSeconds": 60},
         "waitForCompletion": {"podSelector": "app=job", "timeoutSeconds": 60}}}},
         "controller": {"validationTimeoutSeconds": 120, "resyncSeconds": 60}}
     text = _objects(document)[("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"]
     settings = parse_settings(text, "gpu-operator")
     assert settings.upgrade.max_parallel_upgrades == 5 and settings.upgrade.max_unavailable == "10%"
-    assert settings.upgrade.drain and settings.drain_pod_selector == "team=ml"
-    assert settings.upgrade.wait_for_jobs and settings.wait_pod_selector == "app=job"
+    assert settings.upgrade.drain and settings.drain.pod_selector.text == "team=ml"
+    assert settings.drain.force and not settings.drain.delete_emptydir_data and settings.drain.timeout == 90
+    assert settings.pod_deletion.delete_emptydir_data and not settings.pod_deletion.force
+    assert settings.pod_deletion.timeout == 60
+    assert settings.upgrade.wait_for_jobs and settings.wait_pod_selector.text == "app=job"
     assert settings.upgrade.validation_timeout_seconds == 120 and settings.resync_seconds == 60
     # the deploy labels are exactly the ones the rendered DaemonSets select
     assert settings.labelling.enabled_operands == {
@@ -80,3 +85,15 @@ def test_asking_for_the_controller_without_an_image_names_both_fixes() -> None:
 
     with pytest.raises(ConfigError, match="agents.image .* or agents.build"):
         parse_config({"controller": {"enabled": True}})
+
+
+def test_the_names_the_render_grants_are_the_names_the_controller_uses() -> None:
+    """RBAC by resourceName and by namespace only works while both sides spell the objects the same."""
+    from gpu_operator.agents.controller import leader, loop, status
+    from gpu_operator.render.operands import operator_controller as rendered
+
+    assert rendered.STATUS_CONFIG_MAP == status.STATUS_CONFIG_MAP
+    assert rendered.EVENT_NAMESPACE == loop.EVENT_NAMESPACE
+    role = _objects(IMAGE)[("Role", "gpu-operator")]
+    assert {"resourceNames": [leader.LEASE_NAME]}.items() <= next(
+        r for r in role["rules"] if r["resources"] == ["leases"] and "update" in r["verbs"]).items()
