@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-tools policy-venv run test bench golden clean e2e-tools e2e image
+.PHONY: setup test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image
 
 setup: $(STAMP)
 
@@ -43,10 +43,23 @@ test: setup test-tools policy-venv
 e2e-tools:
 	./tools/e2e/build.sh
 
-## The end-to-end tier against a local control plane with simulated GPU nodes (needs `make e2e-tools` first).
-e2e: setup
+## The e2e tier's own virtualenv: the package with its Pulumi SDKs pinned to the engine `make e2e-tools` builds
+## (tools/e2e/constraints.txt; a newer SDK asks the engine for a plugin version that cannot be downloaded here).
+E2E_VENV := .venv-e2e
+E2E_STAMP := $(E2E_VENV)/.installed
+e2e-venv: $(E2E_STAMP)
+
+$(E2E_STAMP): pyproject.toml setup.py tools/e2e/constraints.txt
+	$(PYTHON) -m venv $(E2E_VENV)
+	$(E2E_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(E2E_VENV)/bin/python -m pip install --quiet -c tools/e2e/constraints.txt -e '.[test]'
+	touch $(E2E_STAMP)
+
+## The end-to-end tier against a local control plane with simulated GPU nodes, and the stacks under the real
+## Pulumi engine (needs `make e2e-tools` first).
+e2e: e2e-venv policy-venv
 	@./tools/e2e/build.sh --check || { echo "make e2e: the e2e tools are not built; run 'make e2e-tools' first" >&2; exit 1; }
-	$(PY) -m pytest tests/e2e -m e2e -q -p no:cacheprovider
+	$(E2E_VENV)/bin/python -m pytest tests/e2e -m e2e -q -p no:cacheprovider
 
 ## Build the agents image locally (linux/amd64) with Docker, Podman or Buildah, whichever can build here; says so
 ## and fails when none can. IMAGE=<name:tag> names it (default gpu-operator-agents:<version>). Push it yourself
@@ -63,4 +76,4 @@ golden: setup
 	$(PY) -m tests.golden.regenerate
 
 clean:
-	rm -rf $(VENV) $(POLICY_VENV) rendered .pytest_cache .benchmarks
+	rm -rf $(VENV) $(POLICY_VENV) $(E2E_VENV) rendered .pytest_cache .benchmarks

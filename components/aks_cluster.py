@@ -32,7 +32,7 @@ from gpu_operator.aks.features import INFINIBAND_SUPPORT
 from gpu_operator.components.azure_args import managed_cluster_args
 from gpu_operator.components.component_args import required
 from gpu_operator.components.feature_registration import REGISTERED, FeatureWait, wait_until_registered
-from gpu_operator.components.outage_warning import outage_hook
+from gpu_operator.components.outage_warning import OutageGuard
 from gpu_operator.config.aks import AksSpec, parse_aks
 from gpu_operator.render.aks.kubeconfig import decode_kubeconfig, with_kubelogin_mode
 from gpu_operator.render.aks.managed_cluster import managed_cluster_resource
@@ -40,6 +40,7 @@ from gpu_operator.render.aks.managed_cluster import managed_cluster_resource
 __all__ = ["AksCluster", "AksClusterArgs", "TOKEN", "cluster_identifier"]
 
 TOKEN = "gpu-operator:index:AksCluster"
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 
 
 class AksClusterArgs(TypedDict):
@@ -91,13 +92,17 @@ class AksCluster(pulumi.ComponentResource):
         self.infiniband_feature = None
         cluster_name: pulumi.Output[str] = pulumi.Output.from_input(aks.cluster_name)
         if aks.create:
+            resource = managed_cluster_resource(aks)
+            guard = OutageGuard(f"{name}-cluster", MANAGED_CLUSTER, {f"{name}-cluster": {
+                "resourceGroup": aks.resource_group, "name": aks.cluster_name, "location": resource["location"],
+            }}, pulumi.ResourceOptions(parent=self))
             self.managed_cluster = containerservice.ManagedCluster(
                 f"{name}-cluster",
                 resource_group_name=aks.resource_group,
                 resource_name_=aks.cluster_name,
-                **managed_cluster_args(managed_cluster_resource(aks)),
+                **managed_cluster_args(resource),
                 opts=pulumi.ResourceOptions.merge(
-                    on_azure, pulumi.ResourceOptions(protect=aks.protect, hooks=outage_hook(f"{name}-cluster"))
+                    on_azure, pulumi.ResourceOptions(protect=aks.protect, depends_on=[guard.stash])
                 ),
             )
             # the name alone is known at once; taking it from the cluster's id makes every use wait for the cluster

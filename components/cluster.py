@@ -39,7 +39,8 @@ from gpu_operator.components.dra_driver import DraDriver
 from gpu_operator.components.feature_registration import FeatureWait
 from gpu_operator.components.monitoring import GpuMonitoring
 from gpu_operator.components.network_operator import NetworkOperator
-from gpu_operator.components.node_pool import GpuNodePool
+from gpu_operator.components.node_pool import AGENT_POOL, GpuNodePool
+from gpu_operator.components.outage_warning import OutageGuard
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.config.dra import dra_wanted
@@ -144,6 +145,10 @@ class GpuCluster(pulumi.ComponentResource):
             for pool in config.pools
         }
         pools = list(self.pools.values())
+        # a pool removed from the config takes its own guard with it: this one remembers which pools there were
+        self.pools_guard = OutageGuard(f"{name}-pools", AGENT_POOL, {
+            f"{name}-{pool.name}-agentpool": {} for pool in config.pools
+        }, pulumi.ResourceOptions(parent=self, deleted_with=self.cluster.managed_cluster))
         self.agents_image = None
         if config.agents.build is not None:
             self.agents_image = AgentsImage(

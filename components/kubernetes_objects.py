@@ -90,12 +90,15 @@ def child_options(
 
 
 def register_chart(prefix: str, spec: HelmChart, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
-    """The rendered chart as a `helm.v4.Chart` (each of its objects its own Pulumi resource), `<prefix>-chart`."""
+    """The rendered chart as a `helm.v4.Chart` (each of its objects its own Pulumi resource), `<prefix>-chart`.
+
+    Helm gets the chart as its source says: a name with `repositoryOpts.repo` for a chart repository, an
+    `oci://` reference, or a local path (a directory or `.tgz`, with no version: Helm installs it as it is)."""
     repository = k8s.helm.v4.RepositoryOptsArgs(repo=spec.repository) if spec.repository else None
     return k8s.helm.v4.Chart(
         f"{prefix}-chart",
         chart=spec.chart,
-        version=spec.version,
+        version=spec.pinned_version,
         namespace=spec.namespace,
         repository_opts=repository,
         values=spec.values,

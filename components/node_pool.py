@@ -26,15 +26,27 @@ from pulumi_azure_native import containerservice
 
 from gpu_operator.components.azure_args import agent_pool_args
 from gpu_operator.components.component_args import required
-from gpu_operator.components.outage_warning import outage_hook
+from gpu_operator.components.outage_warning import OutageGuard
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.aks.agent_pool import agent_pool_properties
 
-__all__ = ["GpuNodePool", "GpuNodePoolArgs", "TOKEN", "AGENT_POOL_LABEL"]
+__all__ = ["GpuNodePool", "GpuNodePoolArgs", "TOKEN", "AGENT_POOL", "AGENT_POOL_LABEL", "REPLACING_PROPERTIES",
+           "agent_pool_identity"]
 
 TOKEN = "gpu-operator:index:GpuNodePool"
 #: The label AKS puts on every node with the name of its pool.
 AGENT_POOL_LABEL = "kubernetes.azure.com/agentpool"
+#: ARM properties of an agent pool that AKS cannot change in place: a change replaces the pool (or is refused).
+REPLACING_PROPERTIES = ("vmSize", "osType", "osSKU", "availabilityZones", "vnetSubnetID", "podSubnetID",
+                        "osDiskSizeGB", "osDiskType", "gpuProfile", "enableEncryptionAtHost", "kubeletDiskType")
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+
+def agent_pool_identity(resource_group: str, cluster: str, pool: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """What, changed, makes the engine replace an agent pool (or AKS refuse the update)."""
+    identity: dict[str, Any] = {"resourceGroup": resource_group, "cluster": cluster, "name": pool}
+    identity.update({key: properties[key] for key in REPLACING_PROPERTIES if key in properties})
+    return identity
 
 
 class GpuNodePoolArgs(TypedDict):
@@ -54,6 +66,12 @@ class GpuNodePoolArgs(TypedDict):
     """The operands the config renders (deploy-label suffixes); computed when not given (GpuCluster passes it)."""
 
 
+def _resources(depends_on: Any) -> list[pulumi.Resource]:
+    if depends_on is None:
+        return []
+    return [depends_on] if isinstance(depends_on, pulumi.Resource) else list(depends_on)
+
+
 class GpuNodePool(pulumi.ComponentResource):
     """An AKS agent pool of GPU nodes, labelled and tainted for the GPU operator."""
 
@@ -66,6 +84,7 @@ class GpuNodePool(pulumi.ComponentResource):
     tolerations: pulumi.Output[list[dict[str, str]]]
     """Tolerations a pod needs for the pool's taints."""
     agent_pool: containerservice.AgentPool
+    outage_guard: OutageGuard
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuNodePool({name!r})",
@@ -78,6 +97,13 @@ class GpuNodePool(pulumi.ComponentResource):
             raise ConfigError([Problem("pools", str(error.args[0]))]) from None
         properties = agent_pool_properties(pool, config, args.get("rendered_operands"))
         super().__init__(TOKEN, name, {"pool": pool.name}, opts)
+        deleted_with = opts.deleted_with if opts else None
+        # only plain config values identify the pool: an unknown in preview would hide a change
+        cluster = config.aks.cluster_name if config.aks is not None else ""
+        group = config.aks.resource_group if config.aks is not None else ""
+        self.outage_guard = OutageGuard(name, AGENT_POOL, {
+            f"{name}-agentpool": agent_pool_identity(group, cluster, pool.name, properties),
+        }, pulumi.ResourceOptions(parent=self, deleted_with=deleted_with))
         self.agent_pool = containerservice.AgentPool(
             f"{name}-agentpool",
             resource_group_name=args["resource_group_name"],
@@ -88,11 +114,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 provider=azure,
                 # the component's depends_on would not reach the pool otherwise (children do not inherit it)
-                depends_on=opts.depends_on if opts else None,
-                deleted_with=opts.deleted_with if opts else None,
+                depends_on=[*_resources(opts.depends_on if opts else None), self.outage_guard.stash],
+                deleted_with=deleted_with,
                 protect=config.aks.protect if config.aks is not None else True,
                 ignore_changes=["count"] if pool.autoscale is not None else None,
-                hooks=outage_hook(name),
             ),
         )
         self.pool_name = self.agent_pool.id.apply(lambda _: pool.name)

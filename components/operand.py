@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from gpu_operator.components.component_args import required
 from gpu_operator.components.kubernetes_objects import logical_name, register_object
-from gpu_operator.components.outage_warning import outage_hook
+from gpu_operator.components.outage_warning import OutageGuard
 
 __all__ = ["GpuOperand", "GpuOperandArgs", "TOKEN", "COMPANIONS", "NEVER_AWAITED", "SKIP_AWAIT"]
 
@@ -51,11 +51,17 @@ class GpuOperandArgs(TypedDict):
     alias_prefixes: NotRequired[Sequence[str]]
     """Prefixes the objects' logical names had before (each becomes an alias), so renames replace nothing."""
     warn_before_delete: NotRequired[bool]
-    """Bind the GPU outage warning to the DaemonSets (the driver's), default false."""
+    """Guard the DaemonSets (the driver's) with the GPU outage warning, default false."""
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return obj["apiVersion"], obj["kind"]
+
+
+def _daemonset_identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What pulumi-kubernetes replaces a DaemonSet for: its name, namespace and (immutable) selector."""
+    return {"namespace": obj["metadata"].get("namespace", ""), "name": obj["metadata"]["name"],
+            "selector": obj["spec"]["selector"]}
 
 
 def _not_awaited(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -71,6 +77,8 @@ class GpuOperand(pulumi.ComponentResource):
 
     state: str
     resources: list[pulumi.CustomResource]
+    outage_guard: OutageGuard | None
+    """With `warn_before_delete`: the stash whose updates warn before a DaemonSet is replaced or removed."""
 
     def __init__(self, name: str, args: GpuOperandArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         provider = required(args, "provider", k8s.Provider, f"GpuOperand({name!r})",
@@ -85,10 +93,16 @@ class GpuOperand(pulumi.ComponentResource):
         prerequisites = [o for o in objects if o["kind"] != "DaemonSet" and _key(o) not in COMPANIONS]
         companions = [o for o in objects if _key(o) in COMPANIONS]
         workloads = [o for o in objects if o["kind"] == "DaemonSet"]
-        hooks = outage_hook(name) if args.get("warn_before_delete", False) and workloads else None
+        self.outage_guard = None
+        if args.get("warn_before_delete", False) and workloads:
+            self.outage_guard = OutageGuard(name, "kubernetes:apps/v1:DaemonSet", {
+                logical_name(self._prefix, obj): _daemonset_identity(obj) for obj in workloads
+            }, pulumi.ResourceOptions(parent=self, deleted_with=self._deleted_with))
         self.resources = [self._register(obj, provider) for obj in prerequisites]
         needed = list(self.resources)
-        self.resources += [self._register(obj, provider, depends_on=needed, hooks=hooks) for obj in workloads]
+        if self.outage_guard is not None:
+            needed.append(self.outage_guard.stash)
+        self.resources += [self._register(obj, provider, depends_on=needed) for obj in workloads]
         self.resources += [self._register(obj, provider) for obj in companions]
         self.register_outputs({"state": self.state, "count": len(self.resources)})
 
@@ -97,7 +111,6 @@ class GpuOperand(pulumi.ComponentResource):
         obj: Mapping[str, Any],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource] | None = None,
-        hooks: pulumi.ResourceHookBinding | None = None,
     ) -> pulumi.CustomResource:
         aliases = [pulumi.Alias(name=logical_name(prefix, obj)) for prefix in self._alias_prefixes]
         opts = pulumi.ResourceOptions(
@@ -105,7 +118,6 @@ class GpuOperand(pulumi.ComponentResource):
             provider=provider,
             depends_on=depends_on or None,
             aliases=aliases or None,
-            hooks=hooks,
             deleted_with=self._deleted_with,
         )
         return register_object(self._prefix, obj, opts)

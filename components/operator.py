@@ -8,7 +8,9 @@ for it. The config is validated completely before anything is registered: a bad 
 
 DaemonSets are annotated `pulumi.com/skipAwait` by default: a driver build or a MIG reconfiguration routinely takes
 longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing. Set `wait_for_daemonsets` to make
-`pulumi up` wait for rollouts instead. Services are never awaited (see `GpuOperand`).
+`pulumi up` wait for rollouts instead, except for `OnDelete` DaemonSets (the driver's): nothing rolls them but the
+operator controller, whose rollout `controller.waitForDriverRollout` waits for. Services are never awaited (see
+`GpuOperand`).
 
 Every object's logical name starts with this component's name, whichever operand holds it. Renaming the component
 keeps every object when the rename is declared: `GpuOperator("new", ..., ResourceOptions(aliases=[Alias(name="old")]))`
@@ -77,10 +79,17 @@ def _check_agents_image(config: GpuStackConfig, agents_image: object, component:
         ))])
 
 
-def _with_skip_await(operand: RenderedOperand) -> list[dict[str, Any]]:
+def _rolls_on_delete(obj: Mapping[str, Any]) -> bool:
+    """An `OnDelete` DaemonSet (the driver's) never rolls by itself: awaiting its rollout would hang until the
+    provider's timeout. Its rollout is the operator controller's, awaited by `controller.waitForDriverRollout`."""
+    return obj["spec"].get("updateStrategy", {}).get("type") == "OnDelete"
+
+
+def _with_skip_await(operand: RenderedOperand, wait: bool) -> list[dict[str, Any]]:
+    """The operand's objects, its DaemonSets annotated not to be awaited (all of them unless `wait`)."""
     objects = []
     for obj in operand.objects:
-        if obj["kind"] == "DaemonSet":
+        if obj["kind"] == "DaemonSet" and (not wait or _rolls_on_delete(obj)):
             obj = copy.deepcopy(obj)
             obj["metadata"].setdefault("annotations", {}).update(_SKIP_AWAIT)
         objects.append(obj)
@@ -147,7 +156,7 @@ class GpuOperator(pulumi.ComponentResource):
         # a component's depends_on never reaches its children: hand it to the first operand
         before: list[pulumi.Resource] = list(_resources(opts.depends_on)) if opts is not None else []
         for operand in rendered:
-            objects = list(operand.objects) if wait else _with_skip_await(operand)
+            objects = _with_skip_await(operand, wait)
             if agents_image is not None:
                 objects = substitute(objects, config.agents.image.reference, agents_image)
             created = self.operands[operand.key] = GpuOperand(

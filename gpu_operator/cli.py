@@ -27,6 +27,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ from gpu_operator.manifests import (
     write_files,
 )
 from gpu_operator.render.dra import dra_objects
+from gpu_operator.render.helm_chart import HelmChart
 from gpu_operator.render.monitoring import dashboard_json, monitoring_objects
 from gpu_operator.render.network import network_objects, network_summary
 from gpu_operator.render.nfd import nfd_chart
@@ -130,16 +132,11 @@ def _note(message: str) -> None:
 
 @dataclass(frozen=True)
 class _Chart:
-    """A Helm chart a component installs beside the manifests: what it is, who installs it, its values."""
+    """A Helm chart a component installs beside the manifests: what it is, who installs it, from where, its values."""
 
-    release: str
-    chart: str
-    version: str
-    namespace: str
-    values: dict[str, Any]
+    spec: HelmChart
     what: str
     installer: str
-    repo_flag: str = ""
 
 
 def _charts(config: GpuStackConfig) -> list[_Chart]:
@@ -149,36 +146,44 @@ def _charts(config: GpuStackConfig) -> list[_Chart]:
     charts: list[_Chart] = []
     network = render_network(config)
     if network is not None:
-        spec = network.chart
-        charts.append(_Chart(spec.chart, spec.chart, spec.version, spec.namespace, spec.values,
-                             "the NVIDIA Network Operator", "NetworkOperator", f" --repo {spec.repository}"))
+        charts.append(_Chart(network.chart, "the NVIDIA Network Operator", "NetworkOperator"))
     dra = render_dra(config)
     if dra is not None:
-        charts.append(_Chart("dra-driver-nvidia-gpu", dra.chart.chart, dra.chart.version, dra.chart.namespace,
-                             dra.chart.values, "NVIDIA's DRA driver", "DraDriver"))
+        charts.append(_Chart(dra.chart, "NVIDIA's DRA driver", "DraDriver"))
     nfd = nfd_chart(config)
     if nfd is not None:
-        charts.append(_Chart("node-feature-discovery", nfd.chart, nfd.version, nfd.namespace, nfd.values,
-                             "Node Feature Discovery", "GpuOperator"))
+        charts.append(_Chart(nfd, "Node Feature Discovery", "GpuOperator"))
     return charts
 
 
 def _chart_line(chart: _Chart) -> str:
-    return f"Helm chart {chart.chart} {chart.version} in namespace {chart.namespace}"
+    spec = chart.spec
+    return f"Helm chart {spec.name} {spec.version} from {spec.source.origin} in namespace {spec.namespace}"
 
 
 def _values_file(chart: _Chart) -> str:
-    return f"helm/{chart.chart.rsplit('/', 1)[-1]}-values.yaml"
+    return f"helm/{chart.spec.name}-values.yaml"
+
+
+#: `helm template` arguments that name the chart, by kind of source.
+_HELM_SOURCE_ARGUMENTS: dict[str, Callable[[HelmChart], str]] = {
+    "repository": lambda spec: f"{spec.chart} --repo {spec.repository} --version {spec.version}",
+    "oci": lambda spec: f"{spec.chart} --version {spec.version}",
+    "path": lambda spec: shlex.quote(spec.chart),
+}
 
 
 def _values_text(chart: _Chart) -> str:
+    spec = chart.spec
+    local = spec.source.kind == "path" and not Path(spec.chart).is_absolute()
     header = (
-        f"# Helm chart {chart.chart} {chart.version}, namespace {chart.namespace}:\n"
+        f"# Helm chart {spec.name} {spec.version} from {spec.source.origin}, namespace {spec.namespace}:\n"
         f"# {chart.what}, which {chart.installer} installs with these values beside this directory's manifests.\n"
-        f"# Its objects: helm template {chart.release} {chart.chart}{chart.repo_flag} --version {chart.version} \\\n"
-        f"#   --namespace {chart.namespace} -f {_values_file(chart)}\n"
+        f"# Its objects: helm template {spec.name} {_HELM_SOURCE_ARGUMENTS[spec.source.kind](spec)} \\\n"
+        f"#   --namespace {spec.namespace} -f {_values_file(chart)}\n"
+        + ("# (from the config file's directory: the chart's path is relative to it)\n" if local else "")
     )
-    return header + dump_yaml(chart.values)
+    return header + dump_yaml(spec.values)
 
 
 def _output_files(
@@ -212,7 +217,7 @@ def _print_summary(
         print(f"\nplus {_chart_line(chart)} ({chart.what}, installed by {chart.installer}), with values"
               + (f" in {output / _values_file(chart)}" if output is not None else ":"), file=out)
         if output is None:
-            print("\n".join(f"  {line}" for line in dump_yaml(chart.values).splitlines()), file=out)
+            print("\n".join(f"  {line}" for line in dump_yaml(chart.spec.values).splitlines()), file=out)
     rdma = network_summary(config)
     if rdma:
         print("\nRDMA wiring (NetworkOperator):", file=out)
@@ -226,12 +231,12 @@ def _print_summary(
 
 def _load_config(path: Path | None) -> GpuStackConfig:
     """The config of `-f` (a document or a stack file; the built-in default without one), its notes on stderr."""
-    from gpu_operator.config.loader import load_document
+    from gpu_operator.config.loader import document_directory, load_document
 
     loaded = load_document(path)
     for message in loaded.notes:
         _note(message)
-    return parse_config(loaded.document, source=loaded.source)
+    return parse_config(loaded.document, source=loaded.source, base=document_directory(path))
 
 
 def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) -> list[dict[str, Any]]:
@@ -258,7 +263,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.render import render_operands
 
     config = _load_config(args.file)
-    charts = [chart_object(c.release, c.namespace, c.chart, c.version, c.values) for c in _charts(config)]
+    charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
+              for c in _charts(config)]
     objects = [*charts, *_stack_objects(config, render_operands(config))]
     findings = check(objects, PolicyContext.from_config(config, production=args.production))
     formats = {"text": format_text, "json": format_json, "sarif": format_sarif}

@@ -13,11 +13,12 @@ an explicit Azure provider whose credentials come from the environment (`az logi
 Without one, it installs the operator's operands on the cluster the `kubeconfig` secret points at. Either way
 `GpuMonitoring` adds the GPU alerts and dashboard when the `monitoring` section asks for any.
 
-Both ways export the same outputs, so a consumer stack does not break when this stack gains or loses `aks`:
-`kubeconfig` (the cluster's user credential, secret; null without `aks`: this stack then never held one it may
-hand on), `resourceGroupName` and `clusterName` (null without `aks`), `namespace`, `runtimeClassName`,
-`gpuResourceNames`, `gpuNodeLabels` (the labels GPU nodes carry for the operands), and per pool `poolNames`,
-`nodeSelectorLabels` and `tolerations` (empty without pools).
+Both ways export the same ten outputs, so a consumer stack does not break when this stack gains or loses `aks`:
+`kubeconfig` (the cluster's user credential, secret; the empty string without `aks`: this stack then never held
+one it may hand on), `resourceGroupName` and `clusterName` (empty without `aks`), `namespace`, `runtimeClassName`
+(empty with the NRI plugin), `gpuResourceNames`, `gpuNodeLabels` (the labels GPU nodes carry for the operands), and
+per pool `poolNames`, `nodeSelectorLabels` and `tolerations` (empty without pools). No output is ever null: the
+engine drops null outputs from the stack, and a consumer's `require_output` would then fail.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ if document.aks is None:
         GpuMonitoring("gpu-monitoring", {"provider": provider, "config": document},
                       pulumi.ResourceOptions(depends_on=[operator]))
     outputs: dict[str, object] = {
-        "kubeconfig": None,
-        "resourceGroupName": None,
-        "clusterName": None,
+        "kubeconfig": pulumi.Output.secret(""),
+        "resourceGroupName": "",
+        "clusterName": "",
         "gpuResourceNames": operator.gpu_resource_names,
         "poolNames": [],
         "nodeSelectorLabels": {},
@@ -72,7 +73,7 @@ else:
     }
 outputs.update(
     namespace=operator.namespace,
-    runtimeClassName=operator.runtime_class_name,
+    runtimeClassName=operator.runtime_class_name.apply(lambda name: name or ""),
     gpuNodeLabels=operator.node_selector_labels,
 )
 for key, value in outputs.items():

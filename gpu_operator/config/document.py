@@ -4,7 +4,7 @@
 namespace: gpu-operator        # where every namespaced operand object goes
 cluster: {...}                 # what the operator would detect at runtime: runtime, node OSes, Prometheus CRDs
 agents: {...}                  # the agents image, and which operands run it instead of NVIDIA's images
-nfd: {...}                     # Node Feature Discovery, as the chart's subchart switch
+nfd: {...}                     # Node Feature Discovery, as the chart's subchart switch, and its chart's source
 operator: {...}                # an NVIDIA ClusterPolicy `spec`, verbatim, with the Helm chart's defaults
 configs: {...}                 # contents of the ConfigMaps that `operator` names (device-plugin, MIG, metrics,
                                # the driver's repository and certificate files)
@@ -30,6 +30,7 @@ from pydantic import Field, ValidationError, field_validator
 from gpu_operator.config.agents import AgentsConfig
 from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.chart_source import ChartSource, PublishedChart
 from gpu_operator.config.cluster import ClusterFacts
 from gpu_operator.config.controller import ControllerSpec
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
@@ -42,7 +43,10 @@ from gpu_operator.config.monitoring import MonitoringSpec
 from gpu_operator.config.network import NetworkSpec
 from gpu_operator.config.pools import GpuPool
 
-__all__ = ["NfdSpec", "OperandConfigs", "GpuStackConfig", "NFD_SUBCHART_VALUES"]
+__all__ = ["NFD_CHART", "NfdSpec", "OperandConfigs", "GpuStackConfig", "NFD_SUBCHART_VALUES"]
+
+#: NFD's own chart, as the Kubernetes SIG publishes it; `nfd.chartVersion` defaults to its version.
+NFD_CHART = PublishedChart("node-feature-discovery", "0.19.0", "oci://registry.k8s.io/nfd/charts")
 
 
 _NFD_SERVICE_ACCOUNT = {"name": "node-feature-discovery", "create": False}
@@ -75,15 +79,18 @@ NFD_SUBCHART_VALUES: dict[str, Any] = {
 class NfdSpec(ConfigModel):
     """Node Feature Discovery, as the GPU Operator chart's `node-feature-discovery` subchart.
 
-    With `enabled`, the stack installs NFD's own Helm chart (`chartVersion`) with `values`, whose default is what
-    NVIDIA's chart gives its subchart. The worker also tolerates every `daemonsets.tolerations` entry, so it runs
-    wherever the operands run. Disable it when NFD already runs (for example the Network Operator's).
-    `nodefeaturerules` adds the rule that labels nodes by loaded NVIDIA kernel modules.
+    With `enabled`, the stack installs NFD's own Helm chart (`chartVersion`, from `chart`: its upstream OCI
+    registry unless a mirror or a local chart is given, see :mod:`gpu_operator.config.chart_source`) with
+    `values`, whose default is what NVIDIA's chart gives its subchart. The worker also tolerates every
+    `daemonsets.tolerations` entry, so it runs wherever the operands run. Disable it when NFD already runs (for
+    example the Network Operator's). `nodefeaturerules` adds the rule that labels nodes by loaded NVIDIA kernel
+    modules.
     """
 
     enabled: bool = True
     node_feature_rules: bool = Field(default=False, alias="nodefeaturerules")
-    chart_version: str = Field(default="0.19.0", description="version of the node-feature-discovery chart")
+    chart_version: str = Field(default=NFD_CHART.version, description="version of the node-feature-discovery chart")
+    chart: ChartSource = Field(default=ChartSource(), description="where Helm gets the chart; default: upstream")
     values: dict[str, Any] = Field(default=NFD_SUBCHART_VALUES, description="values of the node-feature-discovery chart")
 
 

@@ -8,6 +8,7 @@ pools:
 dra:
   enabled: true                    # default: on when a pool has gpuAllocation: dra
   namespace: dra-driver-nvidia-gpu # the chart refuses `default`
+  chart: {}                        # where Helm gets the chart (0.4.1): upstream, {repository}, {oci} or {path}
   gpus: true                       # resources.gpus.enabled: GPUs, MIG devices and vfio GPUs as DRA devices
   computeDomains: true             # resources.computeDomains.enabled: multi-node NVLink ComputeDomains (IMEX)
   driverRoot: null                 # default /run/nvidia/driver when the operator installs the driver, else /
@@ -41,9 +42,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.chart_source import ChartSource, PublishedChart
 from gpu_operator.config.kube import DnsLabel, EnvVar
 from gpu_operator.config.pools import GpuAllocation, GpuPool, check_kubernetes_version
-from gpu_operator.dra.driver import DRA_NODE_LABEL
+from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
 
 __all__ = [
     "ClaimConstraint",
@@ -51,6 +53,7 @@ __all__ = [
     "ClaimSpec",
     "ClaimTemplate",
     "DeviceRequest",
+    "DRA_CHART",
     "DraSpec",
     "EVICTION_LABEL_ENV",
     "GpuAllocation",
@@ -60,6 +63,8 @@ __all__ = [
     "dra_wanted",
 ]
 
+#: The DRA driver's chart as kubernetes-sigs publish it; the stack renders for this version only (pinned).
+DRA_CHART = PublishedChart(CHART.name, CHART.version, CHART.repository)
 #: The driver manager's variable naming the label of nodes whose GPU pods hold DRA claims.
 EVICTION_LABEL_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
 
@@ -122,6 +127,7 @@ class DraSpec(ConfigModel):
 
     enabled: bool | None = Field(default=None, description="default: on when a pool has gpuAllocation: dra")
     namespace: DnsLabel = "dra-driver-nvidia-gpu"
+    chart: ChartSource = Field(default=ChartSource(), description="where Helm gets the chart; default: upstream")
     gpus: bool = True
     compute_domains: bool = True
     driver_root: str | None = Field(

@@ -6,7 +6,9 @@ pools imply folded into the operator and cluster sections, see :mod:`gpu_operato
 
 Files are read strictly (:mod:`gpu_operator.config.yaml_reader`: one UTF-8 YAML document, no duplicate keys, no
 alias bombs). An empty file is the empty document, the chart defaults. A Pulumi stack file is read for the
-document its `gpu-operator:config` setting holds (:mod:`gpu_operator.config.stack_file`).
+document its `gpu-operator:config` setting holds (:mod:`gpu_operator.config.stack_file`). A chart source's relative
+`path` is read against the directory of that file, or of the working directory for a document given in memory
+(:mod:`gpu_operator.config.chart_checks`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
+from gpu_operator.config.chart_checks import chart_source_problems
 from gpu_operator.config.checks import semantic_problems
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import effective_config
@@ -24,14 +27,19 @@ from gpu_operator.config.errors import ConfigError, Problem, problems_from_valid
 from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
 from gpu_operator.config.yaml_reader import read_yaml_document
 
-__all__ = ["parse_config", "load_config", "load_document", "read_yaml_mapping", "yaml_kind", "BUILTIN_DEFAULT"]
+__all__ = ["parse_config", "load_config", "load_document", "document_directory", "read_yaml_mapping", "yaml_kind",
+           "BUILTIN_DEFAULT"]
 
 #: The built-in default stack that `make run` renders: an AKS H100 pool with the full operator.
 BUILTIN_DEFAULT = Path(__file__).with_name("builtin") / "default.yaml"
 
 
-def parse_config(data: Mapping[str, Any] | GpuStackConfig | None, source: str = "config") -> GpuStackConfig:
-    """Validate a config document and return its effective config; raise ConfigError listing every problem."""
+def parse_config(
+    data: Mapping[str, Any] | GpuStackConfig | None, source: str = "config", base: Path | None = None
+) -> GpuStackConfig:
+    """Validate a config document and return its effective config; raise ConfigError listing every problem.
+
+    `base` is the directory relative chart paths are read against (default: the working directory)."""
     if isinstance(data, GpuStackConfig):
         doc = data
     else:
@@ -41,7 +49,7 @@ def parse_config(data: Mapping[str, Any] | GpuStackConfig | None, source: str = 
             doc = GpuStackConfig.model_validate(dict(data or {}))
         except ValidationError as error:
             raise ConfigError(problems_from_validation_error(error), source) from None
-    problems = semantic_problems(doc)
+    problems = [*semantic_problems(doc), *chart_source_problems(doc, base)]
     if problems:
         raise ConfigError(problems, source)
     return effective_config(doc)
@@ -68,6 +76,12 @@ def read_yaml_mapping(path: Path | str) -> dict[str, Any]:
     return data
 
 
+def document_directory(path: Path | str | None) -> Path:
+    """The directory a config file's relative paths are read against: the file's own (the built-in default's
+    without one)."""
+    return (Path(path) if path is not None else BUILTIN_DEFAULT).parent
+
+
 def load_document(path: Path | str | None = None) -> StackDocument:
     """The config document of a file (a config document, or a Pulumi stack file), with notes for the reader."""
     path = Path(path) if path is not None else BUILTIN_DEFAULT
@@ -81,4 +95,4 @@ def load_document(path: Path | str | None = None) -> StackDocument:
 def load_config(path: Path | str | None = None) -> GpuStackConfig:
     """Load and validate a config file (or a Pulumi stack file); without a path, the built-in default stack."""
     loaded = load_document(path)
-    return parse_config(loaded.document, source=loaded.source)
+    return parse_config(loaded.document, source=loaded.source, base=document_directory(path))

@@ -4,6 +4,7 @@
 network:
   enabled: true                 # default: on when a pool's VM size has InfiniBand
   chartVersion: 26.4.1          # the network-operator Helm chart (helm.ngc.nvidia.com/nvidia)
+  chart: {}                     # where Helm gets it: {repository: https://...}, {oci: oci://...} or {path: ...}
   namespace: network-operator
   mofed: operator               # operator: the DOCA-OFED driver container; host: the node image brings MOFED
   ofedDriver: {version: ..., upgradePolicy: {...}, env: [...], ...}
@@ -32,6 +33,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.chart_source import ChartSource, PublishedChart
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.pools import GpuPool
 
@@ -43,6 +45,7 @@ __all__ = [
     "DrainSpec",
     "IpPoolSpec",
     "IpoibSpec",
+    "NETWORK_CHART",
     "NetworkImage",
     "NetworkSpec",
     "OfedDriverSpec",
@@ -58,6 +61,8 @@ __all__ = [
 
 #: The network-operator chart this package's defaults (images, values) were taken from.
 CHART_VERSION = "26.4.1"
+#: NVIDIA's network-operator chart in its NGC Helm repository.
+NETWORK_CHART = PublishedChart("network-operator", CHART_VERSION, "https://helm.ngc.nvidia.com/nvidia")
 #: Component image tag of the chart's release.
 COMPONENT_VERSION = "network-operator-v26.4.1"
 MELLANOX_REPOSITORY = "nvcr.io/nvidia/mellanox"
@@ -328,6 +333,7 @@ class NetworkSpec(ConfigModel):
 
     enabled: bool | None = Field(default=None, description="default: on when a pool has InfiniBand")
     chart_version: str = CHART_VERSION
+    chart: ChartSource = Field(default=ChartSource(), description="where Helm gets the chart; default: upstream")
     namespace: DnsLabel = "network-operator"
     mofed: Literal["operator", "host"] = "operator"
     ofed_driver: OfedDriverSpec = OfedDriverSpec()

@@ -62,10 +62,6 @@ class DraChartFacts:
     version: str
     image: str
 
-    @property
-    def reference(self) -> str:
-        return f"{self.repository}/{self.name}"
-
 
 CHART = DraChartFacts(
     repository="oci://registry.k8s.io/dra-driver-nvidia/charts",

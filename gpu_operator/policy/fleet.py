@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpu_operator.policy.context import PolicyContext
-from gpu_operator.policy.model import Enforcement, Object, Policy, Severity
+from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, chart_name
 from gpu_operator.policy.resources import containers, pod_templates
 
 __all__ = ["FLEET_POLICIES", "PRIVILEGED_OPERANDS"]
@@ -197,7 +197,7 @@ def _rdma_plugin_selects_nothing(objects: list[Object], _context: PolicyContext)
 
 def _nfd_sources(obj: Object) -> bool:
     if obj.get("kind") == "Chart":
-        chart = str(obj.get("chart", "")).rsplit("/", 1)[-1]
+        chart = chart_name(str(obj.get("chart", "")))
         values = obj.get("values") or {}
         if chart == "node-feature-discovery":
             return True

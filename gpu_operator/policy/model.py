@@ -7,6 +7,7 @@ and, in a separate environment, a Pulumi CrossGuard pack.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -14,7 +15,7 @@ from typing import Any
 
 from gpu_operator.policy.context import PolicyContext
 
-__all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "chart_object", "object_ref"]
+__all__ = ["Enforcement", "Object", "Policy", "Severity", "Violation", "chart_name", "chart_object", "object_ref"]
 
 Object = Mapping[str, Any]
 
@@ -59,6 +60,18 @@ def chart_object(name: str, namespace: str | None, chart: str, version: str, val
     Pulumi's `helm.v4.Chart` takes), so `check` and the CrossGuard pack judge charts alike."""
     return {"apiVersion": "helm.sh/v4", "kind": "Chart", "metadata": {"name": name, "namespace": namespace},
             "chart": chart, "version": version, "values": dict(values)}
+
+
+#: A packaged chart's file name, `<name>-<version>.tgz` as `helm package` and `helm pull` write it.
+_PACKAGED_CHART = re.compile(r"^(?P<name>.+?)(-v?[0-9]+\.[0-9]+\.[0-9]+[^/]*)?\.(tgz|tar\.gz)$")
+
+
+def chart_name(chart: str) -> str:
+    """The chart's name in a `Chart` object's `chart`: a name, an `oci://.../<name>` reference, a chart directory
+    `.../<name>` (as `helm pull --untar` names it) or a packaged chart `.../<name>-<version>.tgz`."""
+    last = chart.rstrip("/").rsplit("/", 1)[-1]
+    packaged = _PACKAGED_CHART.match(last)
+    return packaged.group("name") if packaged else last
 
 
 def object_ref(obj: Object) -> str:

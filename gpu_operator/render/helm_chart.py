@@ -1,9 +1,12 @@
 """A Helm chart a component installs beside our objects, and Helm's values merge.
 
-:class:`HelmChart` is what the render decides (chart reference, version, namespace, values, and the repository
-when the chart is not an OCI reference); the components hand it to Pulumi's `helm.v4.Chart`, and `render -o`
-writes its values. :func:`merge_values` layers a user's values over ours as `helm install -f` does: mappings
-merge key by key, recursively; anything else (lists included) is replaced whole. Neither input is changed.
+:class:`HelmChart` is what the render decides: where Helm gets the chart (its resolved source, see
+:mod:`gpu_operator.config.chart_source`), the version its values are written for, the namespace and the values.
+The components hand it to Pulumi's `helm.v4.Chart` (`chart`, `repository`, `pinned_version`), `render -o` writes
+its values, and `check` judges it as the policy pack does. A repository or registry is asked for that version; a
+local chart is installed as it is (its version was checked when the config was read), so none is pinned.
+:func:`merge_values` layers a user's values over ours as `helm install -f` does: mappings merge key by key,
+recursively; anything else (lists included) is replaced whole. Neither input is changed.
 """
 
 from __future__ import annotations
@@ -12,19 +15,39 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_operator.config.chart_source import ChartLocation
+
 __all__ = ["HelmChart", "merge_values"]
 
 
 @dataclass(frozen=True)
 class HelmChart:
-    """The Helm chart to install: chart name (or OCI reference), version, namespace, values, repository."""
+    """The Helm chart to install: where from (`source`), the version its values are for, namespace, values."""
 
-    chart: str
+    source: ChartLocation
     version: str
     namespace: str
     values: dict[str, Any]
-    repository: str = ""
-    """The chart repository URL; empty for an OCI reference in `chart`."""
+
+    @property
+    def name(self) -> str:
+        """The chart's name (its `Chart.yaml` name), whatever the source."""
+        return self.source.name
+
+    @property
+    def chart(self) -> str:
+        """What Helm's chart argument is: the name (repository), the OCI reference, or the local path."""
+        return self.source.reference
+
+    @property
+    def repository(self) -> str:
+        """The chart repository URL for a repository source; empty otherwise."""
+        return self.source.where if self.source.kind == "repository" else ""
+
+    @property
+    def pinned_version(self) -> str | None:
+        """The version Helm is asked for; None for a local chart, which is installed as it is."""
+        return None if self.source.kind == "path" else self.version
 
 
 def merge_values(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 NVIDIA's chart installs NFD as a subchart so that GPU nodes get `feature.node.kubernetes.io/pci-10de.present`
 (PCI devices of classes 02/03 labelled by vendor) and so that GPU feature discovery may publish `nvidia.com/*`
-labels (`extraLabelNs`). We install the same chart (`oci://registry.k8s.io/nfd/charts/node-feature-discovery`)
-with the same values (`nfd.values`, whose default is NVIDIA's); the NFD worker also tolerates every taint the
-operands tolerate (`daemonsets.tolerations`), so it runs on tainted GPU pools.
+labels (`extraLabelNs`). We install the same chart (`oci://registry.k8s.io/nfd/charts/node-feature-discovery`,
+or the mirror or local copy `nfd.chart` names) with the same values (`nfd.values`, whose default is NVIDIA's);
+the NFD worker also tolerates every taint the operands tolerate (`daemonsets.tolerations`), so it runs on tainted
+GPU pools.
 
 With `nfd.nodefeaturerules`, the NodeFeatureRule `nvidia-kernel-modules` labels nodes by the NVIDIA kernel
 modules loaded there: `gdrdrv` (GDRCopy), `nvidia_fs` (GPUDirect Storage) and `nvidia_peermem` (GPUDirect RDMA),
@@ -18,13 +19,12 @@ import copy
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.document import NFD_CHART
 from gpu_operator.render.k8s import Object, metadata
 from gpu_operator.render.helm_chart import HelmChart
 
 __all__ = ["nfd_chart", "node_feature_rules", "KERNEL_MODULE_LABELS", "RULE_NAME"]
 
-CHART_REPOSITORY = "oci://registry.k8s.io/nfd/charts"
-CHART_NAME = "node-feature-discovery"
 RULE_NAME = "nvidia-kernel-modules"
 
 #: kernel module → the node label it sets
@@ -33,8 +33,6 @@ KERNEL_MODULE_LABELS: dict[str, str] = {
     "nvidia_fs": "nvidia.com/gds.capable",
     "nvidia_peermem": "nvidia.com/peermem.capable",
 }
-
-
 
 
 def _worker_tolerates_the_operands_taints(values: dict[str, Any], config: GpuStackConfig) -> dict[str, Any]:
@@ -52,7 +50,7 @@ def nfd_chart(config: GpuStackConfig) -> HelmChart | None:
     if not config.nfd.enabled:
         return None
     return HelmChart(
-        chart=f"{CHART_REPOSITORY}/{CHART_NAME}",
+        source=config.nfd.chart.locate(NFD_CHART),
         version=config.nfd.chart_version,
         namespace=config.namespace,
         values=_worker_tolerates_the_operands_taints(config.nfd.values, config),

@@ -223,6 +223,31 @@ CASES = [
          "render -f c.yaml", "pools[0].taints: taint 'bad' must end in ':NoSchedule'"),
     case("Kubernetes version", {"c.yaml": "aks: {resourceGroup: rg, clusterName: c, kubernetesVersion: banana}\n"},
          "render -f c.yaml", "aks.kubernetesVersion: 'banana' is not a Kubernetes version"),
+    # --- chart sources ----------------------------------------------------------------------------------------------
+    case("chart: two sources", {"c.yaml": "nfd:\n  chart: {oci: 'oci://m.example.com/c', path: c.tgz}\n"},
+         "render -f c.yaml", "nfd.chart: sets oci and path: give exactly one source (repository, oci or path)"),
+    case("chart: a bare URL", {"c.yaml": "network:\n  chart: oci://m.example.com/c\n"}, "check -f c.yaml",
+         "network.chart: must be a mapping that names the kind of source: write {oci: oci://m.example.com/c}"),
+    case("chart: plain HTTP repository", {"c.yaml": "dra:\n  chart: {repository: 'http://m.example.com/c'}\n"},
+         "render -f c.yaml -o out", "dra.chart.repository: 'http://m.example.com/c' is plain HTTP"),
+    case("chart: OCI path with the chart's name", {"c.yaml": "nfd:\n  chart: {oci: 'oci://m.example.com/c/"
+                                                             "node-feature-discovery'}\n"},
+         "render -f c.yaml", "give the path the chart is under, oci://m.example.com/c"),
+    case("chart: missing local chart", {"c.yaml": "nfd:\n  chart: {path: charts/nfd.tgz}\n"}, "check -f c.yaml",
+         "nfd.chart.path: 'charts/nfd.tgz' does not exist; a relative path is read against the working directory"),
+    case("chart: relative to the config's directory", {"stacks/c.yaml": "nfd:\n  chart: {path: charts/nfd}\n",
+                                                       "charts/nfd/Chart.yaml": "name: node-feature-discovery\n"
+                                                                                "version: 0.19.0\n"},
+         "render -f stacks/c.yaml", "'charts/nfd' does not exist; a relative path is read against stacks"),
+    case("chart: another chart", {"c.yaml": "nfd:\n  chart: {path: charts/nfd}\n",
+                                  "charts/nfd/Chart.yaml": "name: nfd\nversion: 0.19.0\n"},
+         "render -f c.yaml -o out", "nfd.chart.path: 'charts/nfd' holds the chart 'nfd', not node-feature-discovery"),
+    case("chart: another version", {"c.yaml": "network:\n  chart: {path: net}\n",
+                                    "net/Chart.yaml": "name: network-operator\nversion: 26.1.0\n"},
+         "render -f c.yaml", "network.chartVersion is 26.4.1: give the path of the 26.4.1 chart, or set "
+                             "network.chartVersion: '26.1.0' to install this one on purpose"),
+    case("chart: not a chart archive", {"c.yaml": "dra:\n  chart: {path: dra.tgz}\n", "dra.tgz": b"PK\x03\x04"},
+         "render -f c.yaml", "dra.chart.path: 'dra.tgz' is not a packaged chart, a gzipped tar"),
     # --- Pulumi stack files -------------------------------------------------------------------------------------------
     case("stack: secret config", {"Pulumi.s.yaml": "config:\n  gpu-operator:config:\n    secure: v1:abc\n"},
          "render -f Pulumi.s.yaml -o out",

@@ -76,3 +76,27 @@ def test_production_advises_bounded_driver_upgrades(tmp_path: Path, capsys: pyte
     assert main(["check", "-f", str(unlimited), "--output", "json", "--production"]) == 0  # advisory: exit 0
     names = [v["policy"] for v in json.loads(capsys.readouterr().out)["violations"]]
     assert names.count("bounded-parallel-driver-upgrades") == 1
+
+
+def test_a_local_chart_is_judged_as_the_policy_pack_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Chart object `check` judges has the chart argument `helm.v4.Chart` is given: the path as written, and
+    no version (a local chart is installed as it is)."""
+    import gpu_operator.policy
+
+    (tmp_path / "charts" / "nfd").mkdir(parents=True)
+    (tmp_path / "charts" / "nfd" / "Chart.yaml").write_text("name: node-feature-discovery\nversion: 0.19.0\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("nfd:\n  chart: {path: charts/nfd}\n")
+    judged: list[dict] = []
+    real_check = gpu_operator.policy.check
+
+    def recording_check(objects: list[dict], context: object) -> object:
+        judged.extend(objects)
+        return real_check(objects, context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gpu_operator.policy, "check", recording_check)
+    assert main(["check", "-f", str(config)]) == 0
+    [chart] = [obj for obj in judged if obj["kind"] == "Chart"]
+    assert (chart["metadata"]["name"], chart["chart"], chart["version"]) == ("node-feature-discovery", "charts/nfd", "")

@@ -27,7 +27,8 @@ def test_the_nfd_charts_values_are_written_beside_the_manifests(tmp_path: Path) 
     text = (tmp_path / VALUES).read_text()
     assert yaml.safe_load(text) == chart.values
     header = text.split("\n", 1)[0]
-    assert header == f"# Helm chart {chart.chart} {chart.version}, namespace {chart.namespace}:"
+    assert header == (f"# Helm chart node-feature-discovery {chart.version} from {chart.chart}, "
+                      f"namespace {chart.namespace}:")
     assert f"helm template node-feature-discovery {chart.chart} --version {chart.version}" in text
 
 
@@ -37,8 +38,9 @@ def test_the_header_names_the_chart_and_where_its_values_went(
     assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert f"wrote {len(render(load_config(NO_NETWORK)))} objects to {tmp_path}/" in err
-    assert ("wrote the values of Helm chart oci://registry.k8s.io/nfd/charts/node-feature-discovery 0.19.0 in "
-            f"namespace gpu-operator to {tmp_path / VALUES}") in err
+    assert ("wrote the values of Helm chart node-feature-discovery 0.19.0 from "
+            "oci://registry.k8s.io/nfd/charts/node-feature-discovery in namespace gpu-operator to "
+            f"{tmp_path / VALUES}") in err
 
 
 def test_the_summary_lists_the_chart_with_its_values(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,8 +49,8 @@ def test_the_summary_lists_the_chart_with_its_values(capsys: pytest.CaptureFixtu
     chart = nfd_chart(load_config(NO_NETWORK))
     assert chart is not None
     line = next(line for line in out.splitlines() if line.startswith("plus Helm chart"))
-    assert line == (f"plus Helm chart {chart.chart} {chart.version} in namespace {chart.namespace} "
-                    "(Node Feature Discovery, installed by GpuOperator), with values:")
+    assert line == (f"plus Helm chart node-feature-discovery {chart.version} from {chart.chart} in namespace "
+                    f"{chart.namespace} (Node Feature Discovery, installed by GpuOperator), with values:")
     values = out.split(line + "\n", 1)[1].split("\n\n", 1)[0]
     assert yaml.safe_load(values) == chart.values
 
@@ -149,3 +151,30 @@ def test_a_read_only_directory_is_refused(tmp_path: Path, capsys: pytest.Capture
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o755)
+
+
+#: source → (where the chart comes from, as the values file's first line says; the `helm template` chart arguments)
+SOURCES: dict[str, tuple[str, str]] = {
+    "{oci: 'oci://mirror.example.com/nfd'}": (
+        "oci://mirror.example.com/nfd/node-feature-discovery",
+        "oci://mirror.example.com/nfd/node-feature-discovery --version 0.19.0"),
+    "{repository: 'https://charts.example.com/nfd'}": (
+        "https://charts.example.com/nfd",
+        "node-feature-discovery --repo https://charts.example.com/nfd --version 0.19.0"),
+    "{path: charts/nfd}": ("charts/nfd", "charts/nfd"),
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_values_file_says_where_the_chart_comes_from(tmp_path: Path, source: str) -> None:
+    (tmp_path / "charts" / "nfd").mkdir(parents=True)
+    (tmp_path / "charts" / "nfd" / "Chart.yaml").write_text("name: node-feature-discovery\nversion: 0.19.0\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"nfd:\n  chart: {source}\n")
+    assert main(["render", "-f", str(config), "-o", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / VALUES).read_text()
+    origin, arguments = SOURCES[source]
+    first_line = text.split("\n", 1)[0]
+    assert first_line == f"# Helm chart node-feature-discovery 0.19.0 from {origin}, namespace gpu-operator:"
+    assert f"# Its objects: helm template node-feature-discovery {arguments} \\\n" in text
+    assert ("the chart's path is relative to it" in text) == source.startswith("{path")

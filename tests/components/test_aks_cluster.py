@@ -27,6 +27,7 @@ from tests.support.azure_mocks import (
 from tests.support.pulumi_mocks import Recording
 
 TOKEN = "gpu-operator:index:AksCluster"
+STASH = "pulumi:index:Stash"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 FEATURE = "azure-native:features:SubscriptionFeatureRegistration"
 SECRET_SIGNATURE_KEY, SECRET_SIGNATURE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
@@ -144,7 +145,7 @@ def test_preview_of_an_existing_cluster_reads_its_credentials() -> None:
     assert outputs["provider_kubeconfig"] == KUBECONFIG
 
 
-def test_created_cluster_is_protected_and_warns_before_a_delete() -> None:
+def test_created_cluster_is_protected_and_guarded_by_the_outage_warning() -> None:
     recording = run_azure_program(program(CREATED))
     [cluster] = recording.of_type(MANAGED_CLUSTER)
     assert cluster.parent == recording.of_type(TOKEN)[0].urn
@@ -154,7 +155,12 @@ def test_created_cluster_is_protected_and_warns_before_a_delete() -> None:
     assert cluster.inputs["agentPoolProfiles"][0]["mode"] == "System"
     assert cluster.provider.startswith(recording.of_type("pulumi:providers:azure-native")[0].urn + "::")
     assert cluster.protect
-    assert cluster.hooks == {"before_delete": ("aks-cluster-gpu-outage-warning",)}
+    assert cluster.hooks == {}  # a delete hook would make the engine refuse a plain `pulumi destroy`
+    [guard] = recording.of_type(STASH)
+    assert guard.hooks == {"before_update": ("aks-cluster-gpu-outage-warning",)}
+    assert guard.urn in cluster.dependencies
+    assert guard.inputs["input"] == {"type": MANAGED_CLUSTER, "resources": {
+        "aks-cluster": {"resourceGroup": "rg-gpu", "name": "aks-gpu", "location": cluster.inputs["location"]}}}
     unprotected = run_azure_program(program({**CREATED, "protect": False})).of_type(MANAGED_CLUSTER)[0]
     assert not unprotected.protect
 

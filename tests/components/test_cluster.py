@@ -68,7 +68,11 @@ def test_tree(recording: Recording) -> None:
     [cluster] = recording.of_type(CLUSTER)
     assert {r.type for r in children(recording, cluster.urn)} == {
         AKS_CLUSTER, NODE_POOL, OPERATOR, "pulumi:providers:kubernetes", "gpu-operator:index:NetworkOperator",
+        "pulumi:index:Stash",
     }
+    [pools_guard] = [r for r in children(recording, cluster.urn) if r.type == "pulumi:index:Stash"]
+    assert pools_guard.hooks == {"before_update": ("gpu-pools-gpu-outage-warning",)}
+    assert pools_guard.inputs["input"]["resources"] == {"gpu-h100-agentpool": {}, "gpu-t4-agentpool": {}}
     assert sorted(r.inputs["pool"] for r in recording.of_type(NODE_POOL)) == ["h100", "t4"]
     assert all(r.parent == cluster.urn for r in recording.of_type(NODE_POOL) + recording.of_type(OPERATOR))
     urns = [r.urn for r in recording.registrations]
@@ -222,7 +226,8 @@ def test_wait_for_daemonsets_reaches_the_operator() -> None:
     daemonsets = recording.of_type(DAEMONSET)
     assert daemonsets
     for ds in daemonsets:
-        assert "pulumi.com/skipAwait" not in ds.inputs["metadata"].get("annotations", {}), ds.name
+        awaited = ds.inputs["spec"].get("updateStrategy", {}).get("type") != "OnDelete"
+        assert ("pulumi.com/skipAwait" not in ds.inputs["metadata"].get("annotations", {})) == awaited, ds.name
 
 
 def test_adopting_existing_objects_reaches_the_kubernetes_provider() -> None:

@@ -15,6 +15,7 @@ from tests.support.azure_mocks import run_azure_program
 from tests.support.pulumi_mocks import Recording
 
 TOKEN = "gpu-operator:index:GpuNodePool"
+STASH = "pulumi:index:Stash"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 AKS = {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu", "kubernetesVersion": "1.34"}
 H100 = {"name": "h100", "vmSize": "Standard_ND96isr_H100_v5", "count": 2}
@@ -121,10 +122,15 @@ def test_bad_pools_register_nothing(document: dict[str, Any], pool: str, paths: 
     assert [r.type for r in recording.registrations] == ["pulumi:providers:azure-native"]
 
 
-def test_pool_is_protected_and_warns_before_a_delete(recording: Recording) -> None:
+def test_pool_is_protected_and_guarded_by_the_outage_warning(recording: Recording) -> None:
     [pool] = recording.of_type(AGENT_POOL)
     assert pool.protect  # a replace deletes every GPU node first: the engine must refuse it
-    assert pool.hooks == {"before_delete": ("gpu-gpu-outage-warning",)}
+    assert pool.hooks == {}  # a delete hook would make the engine refuse a plain `pulumi destroy`
+    [guard] = recording.of_type(STASH)
+    assert guard.hooks == {"before_update": ("gpu-gpu-outage-warning",)}
+    assert guard.urn in pool.dependencies
+    identity = guard.inputs["input"]["resources"]["gpu-agentpool"]
+    assert identity["vmSize"] == pool.inputs["vmSize"] and identity["name"] == pool.inputs["agentPoolName"]
     document = {"aks": {**AKS, "protect": False}, "pools": [T4]}
     assert not run_azure_program(program(document, "t4")).of_type(AGENT_POOL)[0].protect
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -33,7 +35,8 @@ def test_the_job_lands_on_the_chosen_pool_with_what_the_fleet_exported(run: Stac
     assert pod["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
     assert pod["runtimeClassName"] == "nvidia"
     assert pod["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
-    assert run.outputs == {"job": "cuda-vectoradd"}
+    assert run.outputs["job"] == "cuda-vectoradd"
+    assert set(run.outputs["fleetOutputs"]) == set(run_stack("prod").outputs)
 
 
 def test_the_job_uses_a_provider_from_the_fleets_kubeconfig(run: StackRun) -> None:
@@ -45,3 +48,36 @@ def test_the_job_uses_a_provider_from_the_fleets_kubeconfig(run: StackRun) -> No
     assert "clusterAdmin" not in kubeconfig["value"] and "devicecode" not in kubeconfig["value"]
     [job] = run.recording.of_type("kubernetes:batch/v1:Job")
     assert job.provider.startswith(provider.urn + "::")
+
+
+def _kubeconfig_mode_fleet(tmp_path: Path) -> StackRun:
+    stack_file = tmp_path / "Pulumi.plain.yaml"
+    stack_file.write_text("config:\n  gpu-operator:kubeconfig: fleet-admin-kubeconfig\n  gpu-operator:config: {}\n")
+    return run_program_file(REPO_ROOT / "stacks" / "__main__.py", stack_file, project="gpu-operator")
+
+
+def _consumer(tmp_path: Path, fleet: StackRun, settings: dict[str, str]) -> StackRun:
+    stack_file = tmp_path / "Pulumi.plain.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"gpu-workloads:gpuStack": "org/gpu-operator/plain", **settings}}))
+    mocks = AzureMocks(stack_outputs={"org/gpu-operator/plain": fleet.outputs}, secret_outputs=fleet.secret_outputs)
+    return run_program_file(EXAMPLE / "__main__.py", stack_file, project="gpu-workloads", mocks=mocks)
+
+
+def test_a_kubeconfig_mode_fleet_is_read_whole_and_the_project_signs_in_with_its_own_credential(
+    tmp_path: Path,
+) -> None:
+    fleet = _kubeconfig_mode_fleet(tmp_path)
+    run = _consumer(tmp_path, fleet, {"gpu-workloads:kubeconfig": "workloads-kubeconfig"})
+    assert set(run.outputs["fleetOutputs"]) == set(fleet.outputs)  # every output there, none null
+    [provider] = run.recording.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"]["value"] == "workloads-kubeconfig"
+    [job] = run.recording.of_type("kubernetes:batch/v1:Job")
+    pod = job.inputs["spec"]["template"]["spec"]
+    assert "nodeSelector" not in pod or pod["nodeSelector"] == {}
+    assert pod["runtimeClassName"] == "nvidia"
+
+
+def test_a_kubeconfig_mode_fleet_without_a_credential_of_its_own_says_how_to_give_one(tmp_path: Path) -> None:
+    fleet = _kubeconfig_mode_fleet(tmp_path)
+    with pytest.raises(Exception, match=r"exports no kubeconfig .*pulumi config set --secret kubeconfig"):
+        _consumer(tmp_path, fleet, {})

@@ -12,6 +12,7 @@ import pytest
 
 from gpu_operator.config import load_config
 from gpu_operator.policy import POLICIES, Enforcement, PolicyContext, check
+from gpu_operator.policy.model import chart_name
 from gpu_operator.render import render_operands
 from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
@@ -97,6 +98,9 @@ FLEET_CASES = [
      [NETWORK_CHART, NFD_CHART]),
     ("one-node-feature-discovery", [_with(NETWORK_CHART, "values.nfd.enabled", False), NFD_CHART],
      [_with(NETWORK_CHART, "values", {}), NFD_CHART]),  # the chart's default: NFD on
+    ("one-node-feature-discovery", [NETWORK_CHART],  # the same charts from a local copy and a mirror
+     [_with(NETWORK_CHART, "chart", "../charts/network-operator-26.4.1.tgz"),
+      _with(NFD_CHART, "chart", "oci://mirror.example.com/nfd/node-feature-discovery")]),
     ("ofed-memory-fits-the-compile", [NCP],
      [_with(NCP, "spec.ofedDriver.containerResources.0.limits.memory", "50Mi")]),
     ("rdma-plugin-selects-devices", [NCP],
@@ -122,6 +126,18 @@ def test_each_policy_passes_and_fails(name: str, passing: list[dict[str, Any]], 
     assert policy.evaluate(passing, FLEET) == []
     [violation] = policy.evaluate(failing, FLEET)
     assert violation.policy == name and violation.message
+
+
+@pytest.mark.parametrize("chart", [
+    "node-feature-discovery",  # a name beside its repository URL
+    "oci://registry.k8s.io/nfd/charts/node-feature-discovery",
+    "../shared/reference/charts/node-feature-discovery-0.19.0.tgz",
+    "/opt/charts/node-feature-discovery-v0.19.0-rc.1.tar.gz",
+    "charts/node-feature-discovery/",  # a directory, as helm pull --untar names it
+    "charts/node-feature-discovery.tgz",
+])
+def test_a_charts_name_is_read_from_every_kind_of_source(chart: str) -> None:
+    assert chart_name(chart) == "node-feature-discovery"
 
 
 def test_context_free_policies_are_off_without_their_context() -> None:

@@ -107,9 +107,12 @@ def test_without_an_aks_section_the_program_installs_the_operator_on_a_kubeconfi
     assert set(run.outputs) == OUTPUTS
     assert {key: run.outputs[key] for key in ("kubeconfig", "resourceGroupName", "clusterName", "poolNames",
                                               "nodeSelectorLabels", "tolerations")} == {
-        "kubeconfig": None, "resourceGroupName": None, "clusterName": None, "poolNames": [],
+        "kubeconfig": "", "resourceGroupName": "", "clusterName": "", "poolNames": [],
         "nodeSelectorLabels": {}, "tolerations": {},
     }
+    # the engine drops null outputs (a consumer's require_output then fails): the shape holds no null
+    assert [key for key, value in run.outputs.items() if value is None] == []
+    assert "kubeconfig" in run.secret_outputs  # the same output type as with `aks`
     assert run.outputs["gpuNodeLabels"]["nvidia.com/gpu.deploy.driver"] == "true"
     assert run.recording.of_type("azure-native:") == []
     assert [r.name for r in run.recording.of_type("pulumi:providers:")] == ["cluster"]

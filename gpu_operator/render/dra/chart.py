@@ -1,6 +1,7 @@
 """The dra-driver-nvidia-gpu Helm release: chart, pinned version, namespace and values.
 
-The chart (`oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu`, 0.4.1) brings the controller,
+The chart (`oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu`, 0.4.1, or the mirror or local
+copy of that version `dra.chart` names) brings the controller,
 the kubelet plugin DaemonSet, RBAC, the DeviceClasses and the ComputeDomain CRDs. Its values change only what the
 stack decides:
 
@@ -22,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_operator.config import GpuStackConfig
-from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
+from gpu_operator.config.dra import DRA_CHART
+from gpu_operator.dra.driver import DRA_NODE_LABEL
 from gpu_operator.render.helm_chart import HelmChart, merge_values
 
 __all__ = ["dra_chart", "chart_values", "driver_root"]
@@ -30,8 +32,6 @@ __all__ = ["dra_chart", "chart_values", "driver_root"]
 #: The chart's default kubelet-plugin toleration (values.yaml).
 _PLUGIN_TOLERATIONS: tuple[dict[str, str], ...] = ({"key": "nvidia.com/gpu", "operator": "Exists",
                                                      "effect": "NoSchedule"},)
-
-
 
 
 def driver_root(config: GpuStackConfig) -> str:
@@ -68,5 +68,5 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
 
 
 def dra_chart(config: GpuStackConfig) -> HelmChart:
-    return HelmChart(chart=CHART.reference, version=CHART.version, namespace=config.dra.namespace,
-                    values=chart_values(config))
+    return HelmChart(source=config.dra.chart.locate(DRA_CHART), version=DRA_CHART.version,
+                     namespace=config.dra.namespace, values=chart_values(config))

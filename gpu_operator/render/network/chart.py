@@ -1,7 +1,7 @@
 """The network-operator Helm chart release: where it comes from, its namespace, and its values.
 
-The chart is NVIDIA's (`network-operator` from `https://helm.ngc.nvidia.com/nvidia`), pinned to
-`network.chartVersion`. Its values change only what the RDMA wiring needs:
+The chart is NVIDIA's (`network-operator` from `https://helm.ngc.nvidia.com/nvidia`, or the mirror or local copy
+`network.chart` names), pinned to `network.chartVersion`. Its values change only what the RDMA wiring needs:
 
 * `nfd.enabled: true` (the one NFD of the cluster; the GPU operator's is off) with
   `nfd.deployNodeFeatureRules: false`: the chart's Mellanox rule would also label Ethernet-only nodes, and our
@@ -20,13 +20,12 @@ from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.effective import pool_tolerations
+from gpu_operator.config.network import NETWORK_CHART
 from gpu_operator.render.k8s import Object, metadata
 from gpu_operator.render.helm_chart import HelmChart, merge_values
 
-__all__ = ["CHART_NAME", "CHART_REPOSITORY", "network_chart", "network_namespace"]
+__all__ = ["network_chart", "network_namespace"]
 
-CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
-CHART_NAME = "network-operator"
 _PSA_MODES = ("enforce", "audit", "warn")
 
 #: The chart's default tolerations of the NFD worker and of the operator's DaemonSets (values file).
@@ -39,8 +38,6 @@ _OPERATOR_TOLERATIONS: tuple[Object, ...] = (
     {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
 )
-
-
 
 
 def _with(defaults: tuple[Object, ...], extra: list[Object]) -> list[Object]:
@@ -62,8 +59,7 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
 
 def network_chart(config: GpuStackConfig) -> HelmChart:
     return HelmChart(
-        repository=CHART_REPOSITORY,
-        chart=CHART_NAME,
+        source=config.network.chart.locate(NETWORK_CHART),
         version=config.network.chart_version,
         namespace=config.network.namespace,
         values=chart_values(config),
