@@ -34,6 +34,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_operator.components.agents_image import AgentsImage, build_context, cluster_kubelet_object_id
 from gpu_operator.components.aks_cluster import AksCluster, cluster_identifier
+from gpu_operator.components.cluster_software import SoftwareNames, install_cluster_software
 from gpu_operator.components.component_args import required
 from gpu_operator.components.dra_driver import DraDriver
 from gpu_operator.components.feature_registration import FeatureWait
@@ -43,11 +44,8 @@ from gpu_operator.components.node_pool import AGENT_POOL, GpuNodePool
 from gpu_operator.components.outage_warning import OutageGuard
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
-from gpu_operator.config.dra import dra_wanted
-from gpu_operator.config.network import network_wanted
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
 from gpu_operator.render.aks.resources import fleet_gpu_resource_names
-from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.registry import render
 
 __all__ = ["GpuCluster", "GpuClusterArgs", "TOKEN"]
@@ -169,43 +167,16 @@ class GpuCluster(pulumi.ComponentResource):
             upsert_existing_objects=args.get("adopt_existing_objects") or None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[pool.agent_pool for pool in pools] or None),
         )
-        self.network_operator = None
-        if network_wanted(config.network, config.pools):
-            self.network_operator = NetworkOperator(
-                f"{name}-network",
-                {"provider": self.kubernetes_provider, "config": config,
-                 "kubeconfig": self.cluster.provider_kubeconfig},
-                pulumi.ResourceOptions(parent=self, depends_on=pools or None,
-                                       deleted_with=self.cluster.managed_cluster),
-            )
-        before: list[pulumi.Resource] = [*pools, *([self.network_operator] if self.network_operator else [])]
-        self.operator = GpuOperator(
-            f"{name}-operator",
-            {
-                "provider": self.kubernetes_provider,
-                "config": config,
-                "wait_for_daemonsets": args.get("wait_for_daemonsets", False),
-                "kubeconfig": self.cluster.provider_kubeconfig,
-                "agents_image": self.agents_image.image_ref if self.agents_image is not None else None,
-            },
-            pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=self.cluster.managed_cluster),
+        software = install_cluster_software(
+            config, self.kubernetes_provider, self.cluster.provider_kubeconfig, SoftwareNames.prefixed(name),
+            parent=self, before=pools, deleted_with=self.cluster.managed_cluster,
+            wait_for_daemonsets=args.get("wait_for_daemonsets", False),
+            agents_image=self.agents_image.image_ref if self.agents_image is not None else None,
         )
-        self.dra_driver = None
-        if dra_wanted(config.dra, config.pools):
-            self.dra_driver = DraDriver(
-                f"{name}-dra",
-                {"provider": self.kubernetes_provider, "config": config},
-                pulumi.ResourceOptions(parent=self, depends_on=[self.operator],
-                                       deleted_with=self.cluster.managed_cluster),
-            )
-        self.monitoring = None
-        if monitoring_objects(config):
-            self.monitoring = GpuMonitoring(
-                f"{name}-monitoring",
-                {"provider": self.kubernetes_provider, "config": config},
-                pulumi.ResourceOptions(parent=self, depends_on=[self.operator],
-                                       deleted_with=self.cluster.managed_cluster),
-            )
+        self.network_operator = software.network_operator
+        self.operator = software.operator
+        self.dra_driver = software.dra_driver
+        self.monitoring = software.monitoring
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name

@@ -46,12 +46,12 @@ from gpu_operator.manifests import (
     summary_rows,
     write_files,
 )
-from gpu_operator.render.dra import dra_objects
 from gpu_operator.render.helm_chart import HelmChart
-from gpu_operator.render.monitoring import dashboard_json, monitoring_objects
-from gpu_operator.render.network import network_objects, network_summary
+from gpu_operator.render.monitoring import dashboard_json
+from gpu_operator.render.network import network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
+from gpu_operator.render.stack import stack_objects
 
 __all__ = ["main", "build_parser", "format_error", "EXIT_USAGE", "EXIT_BUG"]
 
@@ -239,16 +239,6 @@ def _load_config(path: Path | None) -> GpuStackConfig:
     return parse_config(loaded.document, source=loaded.source, base=document_directory(path))
 
 
-def _stack_objects(config: GpuStackConfig, operands: Sequence[RenderedOperand]) -> list[dict[str, Any]]:
-    """Every Kubernetes object of the stack, in apply order (what `render` prints and `check` judges)."""
-    return [
-        *network_objects(config),
-        *(obj for operand in operands for obj in operand.objects),
-        *monitoring_objects(config),
-        *dra_objects(config),
-    ]
-
-
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.policy import (
         EXIT_MANDATORY,
@@ -265,7 +255,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     config = _load_config(args.file)
     charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
               for c in _charts(config)]
-    objects = [*charts, *_stack_objects(config, render_operands(config))]
+    objects = [*charts, *stack_objects(config, render_operands(config))]
     findings = check(objects, PolicyContext.from_config(config, production=args.production))
     formats = {"text": format_text, "json": format_json, "sarif": format_sarif}
     out.write(formats[args.output](findings, len(objects)))
@@ -277,7 +267,7 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
 
     config = _load_config(args.file)
     operands = render_operands(config)
-    objects = _stack_objects(config, operands)
+    objects = stack_objects(config, operands)
     charts = _charts(config)
     if args.output is not None:
         files = _output_files(config, objects, charts)

@@ -7,11 +7,14 @@ Stack config (stacks/Pulumi.<env>.yaml):
       gpu-operator:subscriptionId: <id>        # optional: the Azure subscription (default: the environment's)
       gpu-operator:kubeconfig: {secure: ...}   # only without an `aks` section: the target cluster's kubeconfig
       gpu-operator:adoptExistingObjects: true  # optional, once: take over objects of an existing `helm install`
+      gpu-operator:waitForDaemonsets: true     # optional: `pulumi up` waits for operand rollouts (never OnDelete)
 
 With an `aks` section the program builds a `GpuCluster` (the AKS cluster, its GPU pools, then the operator) with
 an explicit Azure provider whose credentials come from the environment (`az login`, `ARM_*` variables or OIDC).
-Without one, it installs the operator's operands on the cluster the `kubeconfig` secret points at. Either way
-`GpuMonitoring` adds the GPU alerts and dashboard when the `monitoring` section asks for any.
+Without one, it installs the same software on the cluster the `kubeconfig` secret points at
+(:func:`~gpu_operator.components.cluster_software.install_cluster_software`): the Network Operator with
+`network.enabled`, the operator's operands, the DRA driver with `dra.enabled`, and the GPU alerts and dashboard
+when the `monitoring` section asks for any.
 
 Both ways export the same ten outputs, so a consumer stack does not break when this stack gains or loses `aks`:
 `kubeconfig` (the cluster's user credential, secret; the empty string without `aks`: this stack then never held
@@ -26,15 +29,16 @@ from __future__ import annotations
 import pulumi
 import pulumi_azure_native as azure_native
 import pulumi_kubernetes as k8s
-from gpu_operator.components import GpuCluster, GpuMonitoring, GpuOperator
+from gpu_operator.components import GpuCluster
+from gpu_operator.components.cluster_software import SoftwareNames, install_cluster_software
 
 from gpu_operator.config import ConfigError, Problem, parse_config
-from gpu_operator.render.monitoring import monitoring_objects
 
 settings = pulumi.Config("gpu-operator")
 document = parse_config(settings.get_object("config") or {}, source="gpu-operator:config")
 
 adopt = settings.get_bool("adoptExistingObjects") or False
+wait_for_daemonsets = settings.get_bool("waitForDaemonsets") or False
 
 if document.aks is None:
     if document.agents.build is not None:
@@ -42,13 +46,14 @@ if document.aks is None:
             "building the agents image grants the AKS kubelet identity AcrPull, which needs the aks section; "
             "without AKS, build it with `make image`, push it, and set agents.image (with pullSecrets)"
         ))], "gpu-operator:config")
-    provider = k8s.Provider(
-        "cluster", kubeconfig=settings.require_secret("kubeconfig"), upsert_existing_objects=adopt or None
-    )
-    operator = GpuOperator("gpu", {"provider": provider, "config": document})
-    if monitoring_objects(document):
-        GpuMonitoring("gpu-monitoring", {"provider": provider, "config": document},
-                      pulumi.ResourceOptions(depends_on=[operator]))
+    kubeconfig = settings.require_secret("kubeconfig")
+    provider = k8s.Provider("cluster", kubeconfig=kubeconfig, upsert_existing_objects=adopt or None)
+    # the same pieces GpuCluster installs on its AKS cluster, under the names this program always gave them
+    software = install_cluster_software(document, provider, kubeconfig,
+                                        SoftwareNames(network="gpu-network", operator="gpu", dra="gpu-dra",
+                                                      monitoring="gpu-monitoring"),
+                                        wait_for_daemonsets=wait_for_daemonsets)
+    operator = software.operator
     outputs: dict[str, object] = {
         "kubeconfig": pulumi.Output.secret(""),
         "resourceGroupName": "",
@@ -60,7 +65,8 @@ if document.aks is None:
     }
 else:
     azure = azure_native.Provider("azure", subscription_id=settings.get("subscriptionId"))
-    cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure, "adopt_existing_objects": adopt})
+    cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure, "adopt_existing_objects": adopt,
+                                 "wait_for_daemonsets": wait_for_daemonsets})
     operator = cluster.operator
     outputs = {
         "kubeconfig": cluster.kubeconfig,

@@ -130,3 +130,28 @@ def test_adopting_existing_objects_is_a_stack_setting(tmp_path: Any) -> None:
     run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
     [provider] = run.recording.of_type("pulumi:providers:kubernetes")
     assert provider.inputs["upsertExistingObjects"] == "true"
+
+
+def test_without_aks_the_network_operator_and_dra_driver_come_when_the_config_asks(tmp_path: Any) -> None:
+    stack_file = tmp_path / "Pulumi.plain.yaml"
+    stack_file.write_text(
+        "config:\n"
+        "  gpu-operator:kubeconfig: apiVersion-v1-kubeconfig\n"
+        "  gpu-operator:config:\n"
+        "    network: {enabled: true, vfDeviceIds: ['101e']}\n"
+        "    dra: {enabled: true, kubernetesVersion: '1.36'}\n"
+        "    operator: {devicePlugin: {enabled: false}}\n"
+    )
+    run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
+    network = run.recording.named("gpu-network")
+    dra = run.recording.named("gpu-dra")
+    operator = run.recording.named("gpu")
+    assert (network.type, dra.type) == ("gpu-operator:index:NetworkOperator", "gpu-operator:index:DraDriver")
+    # a component's depends_on reaches the engine as its children's URNs
+    assert any("gpu-operator:index:NetworkOperator$" in urn for urn in operator.dependencies)  # MOFED first
+    assert any("gpu-operator:index:GpuOperand$" in urn for urn in dra.dependencies)  # the plugin needs the driver
+    plain = tmp_path / "Pulumi.bare.yaml"
+    plain.write_text("config:\n  gpu-operator:kubeconfig: k\n  gpu-operator:config: {}\n")
+    bare = run_program_file(STACKS_DIR / "__main__.py", plain, project="gpu-operator")
+    assert bare.recording.of_type("gpu-operator:index:NetworkOperator") == bare.recording.of_type(
+        "gpu-operator:index:DraDriver") == []

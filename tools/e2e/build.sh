@@ -26,6 +26,7 @@ ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 PULUMI_VERSION=v3.259.0
 PULUMI_YAML_VERSION=v1.38.1
+HELM_VERSION=v3.20.2
 K8S_PROVIDER_VERSION=4.32.0
 # The source snapshots (test tools, Apache-2.0) beside the project; GPU_OPERATOR_SHARED overrides where that is.
 SHARED_DIR="${GPU_OPERATOR_SHARED:-$here/../../../shared}"
@@ -43,6 +44,7 @@ TOOLS=(
   "kube-controller-manager|kubernetes|k8s.io/kubernetes/cmd/kube-controller-manager|K8S"
   "pulumi-language-yaml|pulumi|github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml|-X github.com/pulumi/pulumi-yaml/pkg/version.Version=${PULUMI_YAML_VERSION}"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=${PULUMI_VERSION}"
+  "helm|helm|helm.sh/helm/v3/cmd/helm|-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
 )
 
 k8s_ldflags() {
@@ -54,10 +56,16 @@ k8s_ldflags() {
        "-X k8s.io/client-go/pkg/version.gitMinor=${minor}"
 }
 
+# The folders the cache key hashes. A tool added later (helm) is not in the key, so adding it does not rebuild the
+# rest: its binary carries a stamp of its own go.mod and go.sum instead, and is rebuilt when they change.
+KEYED_FOLDERS=(etcd kubernetes kwok pulumi)
+
+folder_sum() {
+  (cd "$here" && cat "${@/%//go.mod}" "${@/%//go.sum}" | sha256sum | cut -c1-12)
+}
+
 cache_key() {
-  local sum
-  sum="$(cd "$here" && cat */go.mod */go.sum | sha256sum | cut -c1-12)"
-  echo "k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_pulumi-${PULUMI_VERSION}_${sum}"
+  echo "k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_pulumi-${PULUMI_VERSION}_$(folder_sum "${KEYED_FOLDERS[@]}")"
 }
 
 #: Built from the snapshots, after the module-proxy tools.
@@ -66,11 +74,19 @@ SNAPSHOT_TOOLS=(pulumi-language-python pulumi-language-nodejs pulumi-resource-ku
 root="${XDG_CACHE_HOME:-$HOME/.cache}/pulumi-gpu-operator/e2e/$(cache_key)"
 bin="$root/bin"
 
+# A tool's binary is current when it exists and, for a folder outside the key, its stamp matches the folder.
+tool_current() {
+  local name="$1" folder="$2" keyed
+  [[ -x "$bin/$name" ]] || return 1
+  for keyed in "${KEYED_FOLDERS[@]}"; do [[ "$folder" == "$keyed" ]] && return 0; done
+  [[ "$(cat "$root/stamps/$name" 2>/dev/null)" == "$(folder_sum "$folder")" ]]
+}
+
 all_built() {
-  local entry name
+  local entry name folder rest
   for entry in "${TOOLS[@]}"; do
-    name="${entry%%|*}"
-    [[ -x "$bin/$name" ]] || return 1
+    IFS='|' read -r name folder rest <<<"$entry"
+    tool_current "$name" "$folder" || return 1
   done
   for name in "${SNAPSHOT_TOOLS[@]}" pulumi-language-python-exec pulumi-resource-pulumi-python; do
     [[ -x "$bin/$name" ]] || return 1
@@ -115,7 +131,7 @@ n=0
 for entry in "${TOOLS[@]}"; do
   IFS='|' read -r name folder package ldflags <<<"$entry"
   n=$((n + 1))
-  if [[ -x "$bin/$name" ]]; then
+  if tool_current "$name" "$folder"; then
     say "($n/$total) $name: already built"
     continue
   fi
@@ -125,6 +141,7 @@ for entry in "${TOOLS[@]}"; do
   say "($n/$total) $name: building $package (fetching its modules first if needed)"
   (cd "$here/$folder" && go build -ldflags "-s -w $ldflags" -o "$bin/.$name.partial" "$package")
   mv -f "$bin/.$name.partial" "$bin/$name"
+  mkdir -p "$root/stamps" && folder_sum "$folder" > "$root/stamps/$name"
   say "($n/$total) $name: built ($(du -h "$bin/$name" | cut -f1))"
   if [[ "$name" == kwok ]]; then
     install_kwok_stages
@@ -214,7 +231,8 @@ build_language_host pulumi-language-python "$PYTHON_HOST_SNAPSHOT"
 build_language_host pulumi-language-nodejs "$NODEJS_HOST_SNAPSHOT"
 build_kubernetes_provider
 
-printf 'kubernetes %s\netcd %s\nkwok %s\npulumi %s\npulumi-yaml %s\npulumi-kubernetes %s\n' "$K8S_VERSION" \
-  "$ETCD_VERSION" "$KWOK_VERSION" "$PULUMI_VERSION" "$PULUMI_YAML_VERSION" "$K8S_PROVIDER_VERSION" > "$root/versions"
+printf 'kubernetes %s\netcd %s\nkwok %s\npulumi %s\npulumi-yaml %s\npulumi-kubernetes %s\nhelm %s\n' "$K8S_VERSION" \
+  "$ETCD_VERSION" "$KWOK_VERSION" "$PULUMI_VERSION" "$PULUMI_YAML_VERSION" "$K8S_PROVIDER_VERSION" "$HELM_VERSION" \
+  > "$root/versions"
 touch "$root/complete"
 say "all tools built in $bin"
