@@ -4,6 +4,11 @@ Each built-in kind maps to its typed resource class, so `pulumi preview` shows a
 usual type tokens (`kubernetes:apps/v1:DaemonSet`); custom resources (ServiceMonitor, NodeFeatureRule, ...) go
 through `apiextensions.CustomResource`. The object's top-level fields become constructor arguments; nested
 values keep the API's camelCase, which the provider accepts as-is.
+
+Every object, and every chart's values, is registered in the form the API server stores
+(:func:`~gpu_operator.render.stored.as_stored`), whatever a component did to it after the render: a quantity in
+another spelling, or an atomic field without the server's default, would differ from the live object on every
+refresh and conflict with Helm's field manager when an install is adopted.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.render.helm_chart import HelmChart
+from gpu_operator.render.stored import as_stored
 
 __all__ = ["child_options", "register_chart", "register_object", "resource_class", "logical_name"]
 
@@ -64,7 +70,8 @@ def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
 
 
 def register_object(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """Create the Pulumi resource for one rendered object."""
+    """Create the Pulumi resource for one rendered object, in the form the API server stores."""
+    obj = as_stored(obj)
     name = logical_name(prefix, obj)
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     cls = resource_class(obj)
@@ -101,6 +108,6 @@ def register_chart(prefix: str, spec: HelmChart, opts: pulumi.ResourceOptions) -
         version=spec.pinned_version,
         namespace=spec.namespace,
         repository_opts=repository,
-        values=spec.values,
+        values=as_stored(spec.values),
         opts=opts,
     )

@@ -1,7 +1,8 @@
 """Kubernetes API shapes that appear inside config: env vars, resources, tolerations, pod security contexts.
 
 These mirror the core/v1 types field for field (the ClusterPolicy CRD embeds them), so a value copied from a
-Pod spec is accepted unchanged and renders back unchanged.
+Pod spec is accepted unchanged and renders back unchanged, quantities in the API server's spelling (`1024Mi` is
+rendered `1Gi`, :mod:`gpu_operator.render.stored`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.render.quantity import QuantityError, canonical_quantity
 
 __all__ = [
     "EnvVar",
@@ -37,8 +39,14 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 
 def _quantity(value: int | str) -> int | str:
+    """The API's quantity pattern, and a number the API server stores as written (not `1000E`, which it stores as
+    `1`); the render writes it in the server's spelling."""
     if isinstance(value, str) and not _QUANTITY.match(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 1Gi, 2)")
+    try:
+        canonical_quantity(value)
+    except QuantityError as error:
+        raise ValueError(str(error)) from None
     return value
 
 

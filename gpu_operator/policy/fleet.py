@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
 from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, chart_name
 from gpu_operator.policy.resources import containers, pod_templates
+from gpu_operator.render.quantity import QuantityError, quantity_value
 
 __all__ = ["FLEET_POLICIES", "PRIVILEGED_OPERANDS"]
 
@@ -37,7 +39,7 @@ PRIVILEGED_OPERANDS = re.compile(
 )
 _PSA = "pod-security.kubernetes.io/enforce"
 _MONITORING = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
-_MIB = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "K": 1000 / 1048576, "M": 1e6 / 1048576, "G": 1e9 / 1048576}
+_MIB = 1 << 20
 #: NVIDIA's exporter's working set, about 62 MiB per GPU (450-500 MiB reported on 8), with a quarter of headroom.
 _NVIDIA_EXPORTER_MIB_PER_GPU = 80
 
@@ -82,13 +84,24 @@ def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, str]) -
     return False
 
 
+def _count(quantity: object) -> int:
+    """A whole-number quantity (`8`, `1k`), 0 when it is none."""
+    if not isinstance(quantity, str | int):
+        return 0
+    try:
+        value = quantity_value(quantity)
+    except QuantityError:
+        return 0
+    return int(min(value, Decimal(1 << 63))) if value == value.to_integral_value() else 0
+
+
 def _asks_for(pod: Mapping[str, Any], prefix: str) -> int:
     total = 0
     for container in containers(dict(pod)):
         resources = container.get("resources") or {}
         for name, quantity in {**(resources.get("requests") or {}), **(resources.get("limits") or {})}.items():
-            if name.startswith(prefix) and str(quantity).isdigit():
-                total = max(total, int(quantity))
+            if name.startswith(prefix):
+                total = max(total, _count(quantity))
     return total
 
 
@@ -129,11 +142,14 @@ def _monitor_without_selector_labels(objects: list[Object], context: PolicyConte
             yield obj, f"lacks the Prometheus selector labels {missing}: no Prometheus loads it"
 
 
-def _mebibytes(quantity: str) -> float | None:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?", str(quantity))
-    if match is None:
+def _mebibytes(quantity: object) -> float | None:
+    """A memory quantity in MiB (`1Gi` → 1024, `1G` → 953.67...), None when it is no quantity."""
+    if not isinstance(quantity, str | int):
         return None
-    return float(match.group(1)) * (_MIB[match.group(2)] if match.group(2) else 1 / 1048576)
+    try:
+        return float(quantity_value(quantity, resource_list=True)) / _MIB
+    except QuantityError:
+        return None
 
 
 def _exporter_memory(objects: list[Object], context: PolicyContext) -> _Found:

@@ -62,7 +62,8 @@ def env(name: str, value: str | bool | int) -> Object:
 
 
 def env_field(name: str, field_path: str) -> Object:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+    """An env var from the pod's own fields; `apiVersion: v1` is the server's default, which it stores."""
+    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": field_path}}}
 
 
 def host_path(name: str, path: str, type_: str | None = None) -> Object:

@@ -6,6 +6,8 @@ chart's NFD objects right after the pre-requisites.
 The operator controller (ours, from the agents image) comes right after the pre-requisites, as NVIDIA's chart
 deploys its operator before any operand; its settings are derived from the other operands' objects.
 Within an operand, objects keep NVIDIA's file order (ServiceAccount → RBAC → ConfigMaps → Services → DaemonSet).
+Every object leaves in the form the API server stores (:mod:`gpu_operator.render.stored`), so what we apply is
+what a GET returns.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import Object
+from gpu_operator.render.stored import as_stored
 
 __all__ = ["Operand", "OPERANDS", "RenderedOperand", "render_operands", "render"]
 
@@ -79,7 +82,7 @@ def _with_controller(ctx: RenderContext, rendered: list[RenderedOperand]) -> lis
     """The operator controller right after the pre-requisites: its settings follow every other operand's objects."""
     from gpu_operator.render.operands import operator_controller
 
-    objects = operator_controller.render_with(ctx, (obj for r in rendered for obj in r.objects))
+    objects = [as_stored(obj) for obj in operator_controller.render_with(ctx, (o for r in rendered for o in r.objects))]
     if not objects:
         return rendered
     controller = RenderedOperand(operator_controller.KEY, operator_controller.STATE, tuple(objects))
@@ -90,7 +93,7 @@ def _with_controller(ctx: RenderContext, rendered: list[RenderedOperand]) -> lis
 def render_operands(config: GpuStackConfig) -> list[RenderedOperand]:
     """Render every enabled operand; operands that render nothing are left out."""
     ctx = RenderContext(config)
-    rendered = (RenderedOperand(op.key, op.state, tuple(op.render(ctx))) for op in OPERANDS)
+    rendered = (RenderedOperand(op.key, op.state, tuple(as_stored(obj) for obj in op.render(ctx))) for op in OPERANDS)
     return _with_controller(ctx, [r for r in rendered if r.objects])
 
 

@@ -177,6 +177,10 @@ CASES = [
          "namespace: 'GPU_Operator' is not a DNS-1123 label"),
     case("resource quantity", {"c.yaml": "operator: {driver: {resources: {limits: {cpu: lots}}}}\n"},
          "render -f c.yaml", "operator.driver.resources.limits.cpu: 'lots' is not a Kubernetes quantity"),
+    case("resource quantity the API server would store as another number",
+         {"c.yaml": "operator: {dcgmExporter: {resources: {limits: {memory: 1000E}}}}\n"}, "render -f c.yaml",
+         "operator.dcgmExporter.resources.limits.memory: '1000E' is not a Kubernetes quantity: the value needs a "
+         "suffix above E"),
     case("relative host path", {"c.yaml": "operator: {hostPaths: {rootFS: relative/path}}\n"}, "render -f c.yaml",
          "operator.hostPaths: rootFS 'relative/path' must be an absolute host path"),
     case("NVIDIADriver CRD", {"c.yaml": "operator: {driver: {useNvidiaDriverCRD: true}}\n"}, "render -f c.yaml",

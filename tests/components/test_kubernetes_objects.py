@@ -1,5 +1,6 @@
 """`register_chart` under Pulumi mocks: each chart source, for each of the three charts, gives `helm.v4.Chart` the
 inputs Helm needs for it (a name and `repositoryOpts.repo`; an `oci://` reference; a local path and no version).
+`register_object` and `register_chart` register what the API server stores (quantities, fieldRefs).
 
 The charts come through their own components (NodeFeatureDiscovery, NetworkOperator, DraDriver) from a config
 document, so the whole way from `<section>.chart` to the Chart resource is covered.
@@ -10,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
 from gpu_operator.components import DraDriver, NetworkOperator
+from gpu_operator.components.kubernetes_objects import register_chart, register_object
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
 from gpu_operator.config import parse_config
+from gpu_operator.render.helm_chart import HelmChart
 from gpu_operator.render.nfd import nfd_chart
 from tests.support.pulumi_mocks import Recording, run_program
 from tests.support.reference import REPO_ROOT, reference_chart
@@ -117,3 +121,30 @@ def test_the_values_do_not_depend_on_the_source(section: str) -> None:
     mirrored = _chart_inputs(section, {"oci": "oci://mirror.example.com/helm"})
     assert mirrored["values"] == upstream["values"]
     assert mirrored["namespace"] == upstream["namespace"]
+
+
+def test_objects_and_chart_values_are_registered_as_the_api_server_stores_them() -> None:
+    """Whatever a component hands over (here an object and values no render made), the quantities go in the
+    server's spelling and a fieldRef with the server's apiVersion, so refresh and adoption see no difference."""
+    container = {"name": "c", "image": "i", "resources": {"limits": {"memory": "1024Mi"}, "requests": {"cpu": "0.5"}},
+                 "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "namespace": "n"},
+                 "spec": {"selector": {"matchLabels": {"app": "ds"}},
+                          "template": {"metadata": {"labels": {"app": "ds"}}, "spec": {"containers": [container]}}}}
+    chart = nfd_chart(parse_config({"nfd": {"values": {"worker": {"resources": {"limits": {"memory": "2048Mi"}}}}}}))
+    assert isinstance(chart, HelmChart)
+
+    def program() -> None:
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        options = pulumi.ResourceOptions(provider=provider)
+        register_object("p", daemonset, options)
+        register_chart("p", chart, options)
+
+    recording = run_program(program)
+    [registered] = recording.of_type("kubernetes:apps/v1:DaemonSet")
+    [stored] = registered.inputs["spec"]["template"]["spec"]["containers"]
+    assert stored["resources"] == {"limits": {"memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    assert stored["env"][0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "spec.nodeName"}
+    [helm] = recording.of_type(CHART)
+    assert helm.inputs["values"]["worker"]["resources"] == {"limits": {"memory": "2Gi"}}
+    assert container["resources"]["limits"]["memory"] == "1024Mi"  # the caller's object is not changed

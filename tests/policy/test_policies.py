@@ -128,6 +128,32 @@ def test_each_policy_passes_and_fails(name: str, passing: list[dict[str, Any]], 
     assert violation.policy == name and violation.message
 
 
+#: A memory limit as the API server may spell it → whether it is under the ~640 MiB of 8 GPUs (1 GiB for OFED).
+MEMORY_SPELLINGS = [
+    ("1Gi", False, False), ("1024Mi", False, False), ("1048576Ki", False, False), ("1073741824", False, False),
+    ("2Gi", False, False), ("1Ti", False, False), ("1536Mi", False, False), ("1G", False, True),
+    ("671088640", False, True), ("512Mi", True, True), ("0.5Gi", True, True), ("600M", True, True),
+    ("500e6", True, True),
+]
+
+
+@pytest.mark.parametrize(("limit", "exporter_under", "ofed_under"), MEMORY_SPELLINGS)
+def test_memory_policies_read_every_spelling(limit: str, exporter_under: bool, ofed_under: bool) -> None:
+    exporter = _with(EXPORTER, "spec.template.spec.containers.0.resources.limits.memory", limit)
+    ncp = _with(NCP, "spec.ofedDriver.containerResources.0.limits.memory", limit)
+    [exporter_memory] = [p for p in POLICIES if p.name == "exporter-memory-fits-the-gpus"]
+    [ofed_memory] = [p for p in POLICIES if p.name == "ofed-memory-fits-the-compile"]
+    assert bool(exporter_memory.evaluate([exporter], FLEET)) is exporter_under
+    assert bool(ofed_memory.evaluate([ncp], FLEET)) is ofed_under
+
+
+@pytest.mark.parametrize(("count", "asked"), [("8", 8), (8, 8), ("16", 16), ("1k", 1000), ("8000m", 8)])
+def test_device_counts_are_read_as_quantities(count: str | int, asked: int) -> None:
+    pod = _with(GPU_POD, "spec.containers.0.resources", {"limits": {"nvidia.com/gpu": "8", "rdma/ib": count}})
+    [rdma] = [p for p in POLICIES if p.name == "rdma-within-infiniband-nics"]
+    assert bool(rdma.evaluate([pod], FLEET)) is (asked > 8)
+
+
 @pytest.mark.parametrize("chart", [
     "node-feature-discovery",  # a name beside its repository URL
     "oci://registry.k8s.io/nfd/charts/node-feature-discovery",

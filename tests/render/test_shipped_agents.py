@@ -215,7 +215,7 @@ def test_nvidia_config_manager_next_to_our_gfd_only_switches_the_config() -> Non
     assert sidecar["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
     # it cannot find a Python agent by argv[0]; the agent watches the file itself
     assert (env["SEND_SIGNAL"], env["SIGNAL"], env["PROCESS_TO_SIGNAL"]) == ("false", "", "")
-    assert "privileged" not in sidecar.get("securityContext", {})
+    assert not sidecar.get("securityContext", {}).get("privileged", False)
     # next to NVIDIA's device plugin it signals as upstream
     plugin_sidecar = _containers(objects, "nvidia-device-plugin-daemonset")["config-manager"]
     plugin_env = {e["name"]: e.get("value") for e in plugin_sidecar["env"]}

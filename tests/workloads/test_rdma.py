@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from types import ModuleType
 from typing import Any
@@ -51,6 +52,13 @@ def test_sriov_pod_gets_gpus_vfs_ipc_lock_shm_and_the_pools_placement() -> None:
 def test_fewer_gpus_get_one_vf_each() -> None:
     workload = rdma_workload(config(), "h100", gpus=2)
     assert workload.resources == {"nvidia.com/gpu": "2", "rdma/ib": "2"}
+
+
+def test_the_pod_is_written_as_the_api_server_stores_it() -> None:
+    workload = dataclasses.replace(rdma_workload(config(), "h100"), shm_size="16384Mi")
+    pod = workload.pod("rdma", "ubuntu:24.04")
+    assert pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "16Gi"
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/ib": "8"}
 
 
 def test_shared_plugin_pod_with_ipoib() -> None:

@@ -4,7 +4,7 @@
 true). The chart's values are in :mod:`~gpu_operator.render.dra.chart`, the other objects in
 :mod:`~gpu_operator.render.dra.objects`. The pool side (the `nvidia.com/dra-kubelet-plugin` and device-plugin
 deploy labels) is in :mod:`gpu_operator.render.aks.node_labels`, the driver manager's eviction label in the
-effective config.
+effective config. The objects are in the form the API server stores (:mod:`gpu_operator.render.stored`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from gpu_operator.render.dra.chart import chart_values, dra_chart, driver_root
 from gpu_operator.render.helm_chart import HelmChart
 from gpu_operator.render.dra.objects import claim_templates, device_classes, dra_namespace
 from gpu_operator.render.k8s import Object
+from gpu_operator.render.stored import as_stored
 
 __all__ = [
     "RenderedDra",
@@ -44,8 +45,8 @@ def render_dra(config: GpuStackConfig) -> RenderedDra | None:
     """The DRA stack of an (effective) config, or None when DRA is off."""
     if not dra_wanted(config.dra, config.pools):
         return None
-    return RenderedDra(namespace=dra_namespace(config), chart=dra_chart(config),
-                       claim_templates=claim_templates(config))
+    return RenderedDra(namespace=as_stored(dra_namespace(config)), chart=dra_chart(config),
+                       claim_templates=[as_stored(obj) for obj in claim_templates(config)])
 
 
 def dra_objects(config: GpuStackConfig) -> list[Object]:

@@ -4,7 +4,8 @@ Pure render functions (no Pulumi): they take the config document and give Kubern
 The exporters' ServiceMonitors stay with their operands (`render/operands/dcgm_exporter.py`,
 `node_status_exporter.py`), as NVIDIA creates them with the operands; this package adds what NVIDIA does not ship, and the PodMonitor of the Network Operator's DOCA telemetry service.
 The PrometheusRule is rendered only where the Prometheus Operator's CRDs are known to exist
-(`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it).
+(`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it). The objects are in
+the form the API server stores (:mod:`gpu_operator.render.stored`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gpu_operator.render.monitoring.dashboard import dashboard_json, render_dash
 from gpu_operator.render.monitoring.doca_telemetry import doca_telemetry_wanted, render_doca_pod_monitor
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.rules import RULE_NAME, render_prometheus_rule
+from gpu_operator.render.stored import as_stored
 
 __all__ = [
     "RULE_NAME",
@@ -36,4 +38,4 @@ def monitoring_objects(config: GpuStackConfig) -> list[dict[str, Any]]:
         objects.append(render_dashboard_configmap(config))
     if doca_telemetry_wanted(config):
         objects.append(render_doca_pod_monitor(config))
-    return objects
+    return [as_stored(obj) for obj in objects]

@@ -6,7 +6,8 @@
 4. the IPoIB network and its IPPool (:mod:`.ipoib`), when asked for.
 
 The GPU operator comes after all of them, so its driver never starts before MOFED is being installed. Pure
-functions: no Pulumi, no network access.
+functions: no Pulumi, no network access. The objects are in the form the API server stores
+(:mod:`gpu_operator.render.stored`); the chart's values get that form where the chart is registered.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gpu_operator.render.network.chart import network_chart, network_namespace
 from gpu_operator.render.network.ipoib import ipoib_objects
 from gpu_operator.render.network.nic_cluster_policy import nic_cluster_policy
 from gpu_operator.render.network.node_feature_rule import node_feature_rule
+from gpu_operator.render.stored import as_stored
 
 __all__ = ["NetworkRender", "network_objects", "network_summary", "render_network"]
 
@@ -46,11 +48,11 @@ def render_network(config: GpuStackConfig) -> NetworkRender | None:
     if not network_wanted(config.network, config.pools):
         return None
     return NetworkRender(
-        namespace=network_namespace(config),
+        namespace=as_stored(network_namespace(config)),
         chart=network_chart(config),
-        node_feature_rule=node_feature_rule(config),
-        nic_cluster_policy=nic_cluster_policy(config),
-        ipoib=tuple(ipoib_objects(config)),
+        node_feature_rule=as_stored(node_feature_rule(config)),
+        nic_cluster_policy=as_stored(nic_cluster_policy(config)),
+        ipoib=tuple(as_stored(obj) for obj in ipoib_objects(config)),
     )
 
 

@@ -14,7 +14,8 @@ validator's checks, :data:`VALIDATOR_CHECKS`):
   CAP_SYS_ADMIN as privileged and honours MIG config/monitor device requests only there, so a container asking for
   them (:data:`ADMIN_ONLY_REQUESTS`, e.g. `NVIDIA_MIG_MONITOR_DEVICES=all` under a MIG strategy) gets CAP_SYS_ADMIN,
   as NVIDIA's own device-plugin chart does.
-* no privilege escalation, a read-only root filesystem and the runtime's default seccomp profile.
+* not privileged (stated), no privilege escalation, a read-only root filesystem and the runtime's default seccomp
+  profile.
 
 `privileged: true` stays where the program needs what only a privileged container has: the host's device nodes
 (the host's `nvidia-smi` under `chroot`), kernel modules, MIG reconfiguration and GPU resets, and mounts shared
@@ -175,6 +176,11 @@ def security_context(privileges: Privileges, *, admin: bool = False) -> Object:
     if privileges.user != ROOT:
         context["runAsNonRoot"] = True
     context.update(
+        # stated, not left to the default: pulumi-kubernetes previews the first update of an object it created with
+        # a client-side create before it takes over that create's fields (await.go `fixCSAFieldManagers` returns
+        # early in preview), so a `privileged: true` of NVIDIA's container would survive into the dry run beside
+        # allowPrivilegeEscalation false, which the API server refuses
+        privileged=False,
         allowPrivilegeEscalation=False,
         readOnlyRootFilesystem=True,
         capabilities=capabilities,

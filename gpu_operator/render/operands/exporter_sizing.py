@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.render.quantity import canonical_quantity
 
 __all__ = ["ExporterSizing", "SIZINGS", "exporter_resources", "fleet_max_gpus"]
 
@@ -32,11 +33,16 @@ class ExporterSizing:
     cpu_request: str
 
     def resources(self, gpus: int) -> dict[str, dict[str, str]]:
+        """Requests and limits for `gpus` GPUs, spelled as the API server stores them (1024 MiB is `1Gi`)."""
         return {
-            "requests": {"cpu": self.cpu_request,
-                         "memory": f"{self.request_base_mib + self.request_per_gpu_mib * gpus}Mi"},
-            "limits": {"memory": f"{self.limit_base_mib + self.limit_per_gpu_mib * gpus}Mi"},
+            "requests": {"cpu": canonical_quantity(self.cpu_request, resource_list=True),
+                         "memory": _mebibytes(self.request_base_mib + self.request_per_gpu_mib * gpus)},
+            "limits": {"memory": _mebibytes(self.limit_base_mib + self.limit_per_gpu_mib * gpus)},
         }
+
+
+def _mebibytes(amount: int) -> str:
+    return canonical_quantity(f"{amount}Mi", resource_list=True)
 
 
 #: By implementation. NVIDIA's: 8 GPUs → request 512 Mi (its reported working set), limit 1 Gi (twice that).

@@ -34,6 +34,7 @@ NVIDIA = RenderContext(parse_config({"agents": {"implementation": "nvidia"}}))
 UNPRIVILEGED_ROOT = {
     "runAsUser": 0,
     "runAsGroup": 0,
+    "privileged": False,
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
@@ -104,6 +105,7 @@ def test_non_root_context() -> None:
         "runAsUser": 65532,
         "runAsGroup": 65532,
         "runAsNonRoot": True,
+        "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
@@ -144,7 +146,7 @@ def test_admin_only_runtime_requests_add_sys_admin(env: tuple[tuple[str, str], .
     secure_agent(AGENTS, "devicePlugin", item)
     added = item["securityContext"]["capabilities"].get("add", [])
     assert added == (["SYS_ADMIN"] if admin else [])
-    assert "privileged" not in item["securityContext"]
+    assert item["securityContext"]["privileged"] is False
 
 
 def test_the_users_env_counts_for_admin_only_requests() -> None:

@@ -65,7 +65,7 @@ def test_daemonset_matches_upstream() -> None:
     ctr = container(ds, "nvidia-cc-manager")
     assert ctr["image"] == "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.4.3"
     assert env_of(ctr) == {
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
         "NVIDIA_VISIBLE_DEVICES": "void",
         "DEFAULT_CC_MODE": "on",
     }

@@ -175,7 +175,7 @@ def test_default_env_is_containerd_with_cdi() -> None:
         "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND": "management.nvidia.com/gpu",
         "NVIDIA_VISIBLE_DEVICES": "void",
         "TOOLKIT_PID_FILE": "/run/nvidia/toolkit/toolkit.pid",
-        "NRI_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NRI_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
         "CDI_ENABLED": "true",
         "NVIDIA_RUNTIME_SET_AS_DEFAULT": "false",
         "NVIDIA_CONTAINER_RUNTIME_MODE": "cdi",
@@ -357,7 +357,7 @@ def test_driver_validation_with_our_agent() -> None:
     assert env_of(init) == {
         "WITH_WAIT": "true",
         "COMPONENT": "driver",
-        "OPERATOR_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "OPERATOR_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
     }
     assert init["securityContext"] == {"privileged": True, "seLinuxOptions": {"level": "s0"}, "runAsUser": 0}
     assert mounts(init) == {

@@ -84,7 +84,7 @@ def test_daemonset_matches_upstream() -> None:
         "DCGM_EXPORTER_LISTEN": ":9400",
         "DCGM_EXPORTER_KUBERNETES": "true",
         "DCGM_EXPORTER_COLLECTORS": "/etc/dcgm-exporter/dcp-metrics-included.csv",
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
     }
     assert exporter["ports"] == [{"name": "metrics", "containerPort": 9400}]
     health = {"httpGet": {"port": 9400, "path": "/health"}, "initialDelaySeconds": 45}
@@ -118,6 +118,7 @@ def test_agent_is_unprivileged_root_with_sys_admin_for_profiling() -> None:
     assert ours["securityContext"] == {
         "runAsUser": 0,
         "runAsGroup": 0,
+        "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
@@ -131,7 +132,7 @@ def test_agent_mig_monitor_request_comes_with_the_sys_admin_the_runtime_honours_
     exporter = _exporter(render_operand(dcgm_exporter.render, with_agents()))
     assert env_of(exporter)["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
     assert exporter["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN"]
-    assert "privileged" not in exporter["securityContext"]
+    assert exporter["securityContext"]["privileged"] is False
 
 
 def test_agent_gpu_request_yields_to_the_users_env() -> None:
@@ -446,9 +447,9 @@ T4 = {"name": "t4", "vmSize": "Standard_NC4as_T4_v3"}
 
 
 @pytest.mark.parametrize(("agents", "pools", "requests", "limit"), [
-    (NVIDIA, [H100, T4], "512Mi", "1024Mi"),  # the largest node: 8 GPUs; 512 Mi is the reported working set
+    (NVIDIA, [H100, T4], "512Mi", "1Gi"),  # the largest node: 8 GPUs; 512 Mi is the reported working set
     (NVIDIA, [T4], "288Mi", "576Mi"),
-    (NVIDIA, None, "512Mi", "1024Mi"),  # no pools (not our cluster): 8 GPUs assumed
+    (NVIDIA, None, "512Mi", "1Gi"),  # no pools (not our cluster): 8 GPUs assumed
     (with_agents(), [H100], "96Mi", "192Mi"),  # our exporter: 57.5 MiB measured on 8 GPUs
 ])
 def test_resources_are_sized_by_the_fleets_largest_gpu_node(

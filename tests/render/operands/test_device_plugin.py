@@ -213,7 +213,7 @@ def test_config_name_set_adds_config_manager_and_shared_config() -> None:
     expected = {
         "ONESHOT": "true",
         "KUBECONFIG": "",
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
         "NODE_LABEL": "nvidia.com/device-plugin.config",
         "CONFIG_FILE_SRCDIR": "/available-configs",
         "CONFIG_FILE_DST": "/config/config.yaml",
@@ -424,6 +424,7 @@ def _unprivileged_root(*added: str) -> dict:
     return {
         "runAsUser": 0,
         "runAsGroup": 0,
+        "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": capabilities,
@@ -456,6 +457,7 @@ def test_agent_config_managers_run_as_the_image_user_and_as_the_plugins_user() -
         "runAsUser": 65532,
         "runAsGroup": 65532,
         "runAsNonRoot": True,
+        "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},

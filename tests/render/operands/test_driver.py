@@ -179,8 +179,8 @@ def test_driver_container_matches_upstream() -> None:
     assert ctr["args"] == ["init"]
     assert ctr["securityContext"] == {"privileged": True, "seLinuxOptions": {"level": "s0"}}
     variables = env_of(ctr)
-    assert variables["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
-    assert variables["NODE_IP"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+    assert variables["NODE_NAME"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}
+    assert variables["NODE_IP"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.hostIP"}}
     assert variables["KERNEL_MODULE_TYPE"] == "auto"
     assert len(variables["DRIVER_CONFIG_DIGEST"]) == 64
     for absent in ("OPEN_KERNEL_MODULES_ENABLED", "GDS_ENABLED", "GDRCOPY_ENABLED", "GPU_DIRECT_RDMA_ENABLED", "USE_HOST_MOFED"):

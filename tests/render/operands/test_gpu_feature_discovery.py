@@ -87,9 +87,9 @@ def test_daemonset_matches_upstream() -> None:
     assert env_of(main) == {
         "GFD_SLEEP_INTERVAL": "60s",
         "GFD_FAIL_ON_INIT_ERROR": "true",
-        "NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-        "POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}},
+        "NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+        "POD_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
         "MIG_STRATEGY": "single",
         "NVIDIA_MIG_MONITOR_DEVICES": "all",
     }
@@ -192,7 +192,7 @@ def test_agent_keeps_gfd_env_and_runs_config_manager_from_the_agents_image() -> 
     variables = env_of(main)
     assert variables["GFD_SLEEP_INTERVAL"] == "60s"
     assert variables["GFD_FAIL_ON_INIT_ERROR"] == "true"
-    assert variables["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert variables["POD_NAME"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}
     assert mounts(main)["output-dir"] == "/etc/kubernetes/node-feature-discovery/features.d"
     for name in ("config-manager-init", "config-manager"):
         assert container(ds, name)["image"] == "ghcr.io/example/agents:1.2.3"
@@ -208,6 +208,7 @@ def test_agent_is_unprivileged_root_and_asks_the_runtime_for_gpus() -> None:
     assert main["securityContext"] == {
         "runAsUser": 0,
         "runAsGroup": 0,
+        "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
@@ -225,7 +226,7 @@ def test_agent_config_manager_sidecar_runs_as_gfds_user() -> None:
     assert container(ds, "config-manager-init")["securityContext"]["runAsUser"] == 65532
     sidecar = container(ds, "config-manager")["securityContext"]
     assert (sidecar["runAsUser"], sidecar["capabilities"]) == (0, {"drop": ["ALL"]})
-    assert "privileged" not in sidecar
+    assert sidecar["privileged"] is False
 
 
 def test_gfd_override_to_nvidia() -> None:

@@ -58,9 +58,9 @@ def test_daemonset_matches_upstream() -> None:
     ctr = container(ds, "nvidia-kata-sandbox-device-plugin-ctr")
     assert ctr["image"] == "nvcr.io/nvidia/cloud-native/nvidia-sandbox-device-plugin:v0.0.5"
     assert env_of(ctr) == {
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-        "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-        "POD_SERVICE_ACCOUNT": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+        "POD_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
+        "POD_SERVICE_ACCOUNT": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.serviceAccountName"}},
     }
     assert ctr["securityContext"] == {"privileged": True}
     assert mounts(ctr) == {"device-plugin": "/var/lib/kubelet/device-plugins", "cdi-root": "/var/run/cdi"}

@@ -130,11 +130,11 @@ def test_daemonset_matches_upstream() -> None:
     assert manager["image"] == "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0"
     assert manager["securityContext"] == {"privileged": True}
     assert env_of(manager) == {
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-        "POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}},
-        "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+        "POD_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+        "POD_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
         "GPU_CLIENTS_FILE": "/gpu-clients/clients.yaml",
-        "DEFAULT_GPU_CLIENTS_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "DEFAULT_GPU_CLIENTS_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
         "DEFAULT_CONFIG_FILE": "/mig-parted-config/config-default.yaml",
         "CDI_ENABLED": "true",
         "NVIDIA_CDI_HOOK_PATH": "/usr/local/nvidia/toolkit/nvidia-cdi-hook",

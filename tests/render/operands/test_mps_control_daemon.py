@@ -65,7 +65,7 @@ def test_daemonset_matches_upstream() -> None:
     assert main["command"] == ["mps-control-daemon"]
     assert main["securityContext"] == {"privileged": True}
     assert env_of(main) == {
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
         "NVIDIA_VISIBLE_DEVICES": "all",
         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
         "MIG_STRATEGY": "single",

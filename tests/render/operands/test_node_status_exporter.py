@@ -98,8 +98,8 @@ def test_daemonset_matches_upstream() -> None:
         "COMPONENT": "metrics",
         "METRICS_PORT": "8000",
         "NVIDIA_VISIBLE_DEVICES": "void",
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-        "OPERATOR_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+        "OPERATOR_NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
     }
     assert exporter["ports"] == [{"name": "node-status", "containerPort": 8000}]
     assert exporter["securityContext"] == {"privileged": True, "runAsUser": 0}
@@ -150,5 +150,5 @@ def test_exporter_is_told_its_namespace() -> None:
     for agents in ({"implementation": "nvidia"}, {"implementation": "agents", "image": image}):
         objects = render_operand(node_status_exporter.render, {**ENABLED, "agents": agents})
         namespace = env_of(_exporter(objects))["OPERATOR_NAMESPACE"]
-        assert namespace == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+        assert namespace == {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
         assert_valid(objects)

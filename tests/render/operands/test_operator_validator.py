@@ -23,11 +23,12 @@ NVIDIA = {"agents": {"implementation": "nvidia"}}
 AGENTS = with_agents()
 MAIN = "nvidia-operator-validator"
 CHECKS = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
-NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
-NAMESPACE = {"fieldRef": {"fieldPath": "metadata.namespace"}}
+NODE_NAME = {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}
+NAMESPACE = {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
 UNPRIVILEGED_ROOT = {
     "runAsUser": 0,
     "runAsGroup": 0,
+    "privileged": False,
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},

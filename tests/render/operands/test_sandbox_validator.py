@@ -78,7 +78,7 @@ def test_checks_run_nvidia_validator_with_their_component() -> None:
         values = env_of(check)
         assert values["COMPONENT"] == name.removesuffix("-validation")
         assert values["WITH_WAIT"] == "true"
-        assert values["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+        assert values["NODE_NAME"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}
         assert check["securityContext"]["privileged"] is True
         assert check["securityContext"]["runAsUser"] == 0
         assert check["volumeMounts"][-1] == {

@@ -66,8 +66,8 @@ def test_daemonset_matches_upstream() -> None:
     ctr = container(ds, "nvidia-vgpu-device-manager")
     assert ctr["image"] == "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0"
     assert env_of(ctr) == {
-        "NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "NAMESPACE": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
+        "NODE_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
         "CONFIG_FILE": "/vgpu-config/config.yaml",
         "DEFAULT_VGPU_CONFIG": "default",
     }

@@ -110,7 +110,7 @@ def test_driver_manager_never_evicts_or_drains() -> None:
     assert values["ENABLE_GPU_POD_EVICTION"] == "false"
     assert values["ENABLE_AUTO_DRAIN"] == "false"
     assert values["NVIDIA_VISIBLE_DEVICES"] == "void"
-    assert values["OPERATOR_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert values["OPERATOR_NAMESPACE"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
     assert mounts(init) == {"run-nvidia": "/run/nvidia", "host-root": "/host", "host-sys": "/sys"}
 
 
