@@ -52,6 +52,10 @@ class GpuOperandArgs(TypedDict):
     """Prefixes the objects' logical names had before (each becomes an alias), so renames replace nothing."""
     warn_before_delete: NotRequired[bool]
     """Guard the DaemonSets (the driver's) with the GPU outage warning, default false."""
+    namespace: NotRequired[tuple[str, pulumi.Resource]]
+    """The operator's namespace and its Namespace resource: objects in that namespace are `deleted_with` it (unless
+    the component has a `deleted_with` of its own), so a destroy deletes the namespace and lets the API server's
+    namespace controller delete what is in it, instead of one delete after another along the operand chain."""
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -77,6 +81,8 @@ class GpuOperand(pulumi.ComponentResource):
 
     state: str
     resources: list[pulumi.CustomResource]
+    objects: list[Mapping[str, Any]]
+    """The objects registered, in the order of `resources`."""
     outage_guard: OutageGuard | None
     """With `warn_before_delete`: the stash whose updates warn before a DaemonSet is replaced or removed."""
 
@@ -87,6 +93,7 @@ class GpuOperand(pulumi.ComponentResource):
         self.state = args["state"]
         # children do not inherit deleted_with in the SDK: hand it to every object
         self._deleted_with = opts.deleted_with if opts is not None else None
+        self._namespace = args.get("namespace")
         self._prefix = args.get("name_prefix", name)
         self._alias_prefixes = [p for p in args.get("alias_prefixes", ()) if p != self._prefix]
         objects = [_not_awaited(obj) for obj in args["objects"]]
@@ -104,7 +111,14 @@ class GpuOperand(pulumi.ComponentResource):
             needed.append(self.outage_guard.stash)
         self.resources += [self._register(obj, provider, depends_on=needed) for obj in workloads]
         self.resources += [self._register(obj, provider) for obj in companions]
+        self.objects = [*prerequisites, *workloads, *companions]
         self.register_outputs({"state": self.state, "count": len(self.resources)})
+
+    def _deleted_with_for(self, obj: Mapping[str, Any]) -> pulumi.Resource | None:
+        if self._deleted_with is not None or self._namespace is None:
+            return self._deleted_with
+        name, namespace = self._namespace
+        return namespace if obj["metadata"].get("namespace") == name else None
 
     def _register(
         self,
@@ -118,6 +132,6 @@ class GpuOperand(pulumi.ComponentResource):
             provider=provider,
             depends_on=depends_on or None,
             aliases=aliases or None,
-            deleted_with=self._deleted_with,
+            deleted_with=self._deleted_with_for(obj),
         )
         return register_object(self._prefix, obj, opts)

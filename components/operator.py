@@ -110,6 +110,14 @@ def _resources(depends_on: pulumi.Input[Sequence[pulumi.Input[pulumi.Resource]]]
     return list(depends_on)  # type: ignore[arg-type]
 
 
+def _namespace_resource(operand: GpuOperand, name: str) -> pulumi.Resource | None:
+    """The operand's Namespace resource for `name`, if it creates that namespace."""
+    for resource, obj in zip(operand.resources, operand.objects, strict=True):
+        if obj["kind"] == "Namespace" and obj["metadata"]["name"] == name:
+            return resource
+    return None
+
+
 def _driver_digest(objects: Sequence[dict[str, Any]]) -> str:
     """A fingerprint of the driver DaemonSets' pod templates: what, changed, starts a rollout."""
     templates = [o["spec"]["template"] for o in objects if o["kind"] == "DaemonSet"
@@ -155,6 +163,7 @@ class GpuOperator(pulumi.ComponentResource):
         self.node_feature_discovery = None
         # a component's depends_on never reaches its children: hand it to the first operand
         before: list[pulumi.Resource] = list(_resources(opts.depends_on)) if opts is not None else []
+        namespace: pulumi.Resource | None = None  # the Namespace the pre-requisites create, once registered
         for operand in rendered:
             objects = _with_skip_await(operand, wait)
             if agents_image is not None:
@@ -170,10 +179,13 @@ class GpuOperator(pulumi.ComponentResource):
                         f"{name}-{operand.key}", *old_names, *(f"{old}-{operand.key}" for old in old_names)
                     ],
                     "warn_before_delete": operand.key in _DRIVER_OPERANDS,
+                    **({"namespace": (config.namespace, namespace)} if namespace is not None else {}),
                 },
                 pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=deleted_with),
             )
             before = [created]
+            if namespace is None:
+                namespace = _namespace_resource(created, config.namespace)
             if operand.key == "prerequisites" and chart is not None:
                 self.node_feature_discovery = NodeFeatureDiscovery(
                     f"{name}-node-feature-discovery",

@@ -5,7 +5,8 @@ Network Operator's device plugins (`rdma/ib`, one unit per InfiniBand VF, from t
 `rdma/shared_ib: 1`, all HCAs shared, from the shared plugin), the `IPC_LOCK` capability (RDMA pins memory; the
 default memlock limit is 64 KiB), a memory-backed `/dev/shm` (NCCL's intra-node buffers), the pool's node
 selector and tolerations, and NCCL/UCX settings that keep traffic on InfiniBand with GPUDirect. Extended
-resources are requested with requests equal to limits, as device plugins require.
+resources are requested with requests equal to limits, as device plugins require. Containers and pod specs come
+in the form the API server stores (:mod:`gpu_operator.render.stored`): `shm_size="16384Mi"` reads `16Gi`.
 
 :func:`rdma_workload` checks the request against the pool (GPU count, NIC count, whether the plugin is deployed)
 and raises :class:`~gpu_operator.config.ConfigError` naming the argument and the fix.
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem
 from gpu_operator.config.network import network_wanted
+from gpu_operator.render.stored import as_stored
 
 __all__ = ["AGENT_POOL_LABEL", "NCCL_ENV", "RdmaWorkload", "rdma_workload"]
 
@@ -62,17 +64,17 @@ class RdmaWorkload:
             container["command"] = list(command)
         if args is not None:
             container["args"] = list(args)
-        return container
+        return as_stored(container)
 
     def pod_spec(self, containers: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         """A pod spec placing `containers` on the pool, with the memory-backed `/dev/shm` volume."""
-        return {
+        return as_stored({
             "nodeSelector": dict(self.node_selector),
             "tolerations": [dict(t) for t in self.tolerations],
             "containers": containers,
             "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}],
             **extra,
-        }
+        })
 
     def pod(self, name: str, image: str, *, namespace: str = "default", command: list[str] | None = None,
             args: list[str] | None = None) -> dict[str, Any]:

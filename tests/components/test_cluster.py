@@ -215,10 +215,16 @@ def test_kubernetes_objects_and_pools_are_deleted_with_a_created_cluster(recordi
         assert resource.deleted_with == cluster.urn, resource.name
 
 
-def test_nothing_is_deleted_with_an_existing_cluster() -> None:
+def test_nothing_is_deleted_with_an_existing_cluster_but_the_operators_namespace_holds_its_objects() -> None:
     recording = run_azure_program(program({**DOCUMENT, "aks": {**DOCUMENT["aks"], "create": False,
                                                                "location": None}}))
-    assert all(r.deleted_with == "" for r in recording.registrations)
+    [namespace] = [r for r in recording.of_type("kubernetes:core/v1:Namespace")
+                   if r.inputs["metadata"]["name"] == "gpu-operator"]
+    for resource in recording.registrations:
+        in_namespace = (resource.type.startswith("kubernetes:") and resource.type != "kubernetes:helm.sh/v4:Chart"
+                        and resource.inputs.get("metadata", {}).get("namespace") == "gpu-operator"
+                        and resource.parent != namespace.parent and "GpuOperand" in resource.parent)
+        assert resource.deleted_with == (namespace.urn if in_namespace else ""), resource.name
 
 
 def test_wait_for_daemonsets_reaches_the_operator() -> None:
