@@ -2,6 +2,8 @@
 
 pyproject.toml cannot express a renamed package together with discovery, so the mapping lives here. Namespace
 discovery keeps data-only folders (simulated GPU profiles, operand scripts, the built-in config) in the wheel.
+`pulumi_gpu_operator` only carries the `pulumi-plugin.json` that tells Pulumi's Python language host this
+distribution brings no resource plugin (see its docstring).
 """
 
 from setuptools import find_namespace_packages, setup
@@ -13,4 +15,6 @@ COMPONENTS = [
     for package in find_namespace_packages(include=["components", "components.*"], exclude=_EXCLUDE)
 ]
 
-setup(packages=CORE + COMPONENTS, package_dir={"gpu_operator.components": "components"})
+PLUGIN_MARKER = ["pulumi_gpu_operator"]
+
+setup(packages=CORE + COMPONENTS + PLUGIN_MARKER, package_dir={"gpu_operator.components": "components"})

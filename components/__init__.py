@@ -10,6 +10,9 @@ its config, renders, and registers the result with the right parent, provider an
 * `DraDriver`: NVIDIA's DRA driver for pools that allocate GPUs through DRA, and the config's claim templates;
 * `GpuMonitoring`: the GPU alerts and recording rules (PrometheusRule) and the Grafana dashboard;
 * `AgentsImage`: the agents image built from this package's Dockerfile and pushed to an Azure Container Registry.
+
+`multi_language` (not imported here) offers `GpuOperator` to Pulumi YAML, TypeScript, Go and C# programs as the
+`gpu-operator` component provider (`pulumi package add`).
 """
 
 from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -40,7 +42,7 @@ from tests.support.reference import REPO_ROOT
 PACKAGE = REPO_ROOT / "gpu_operator"
 AGENTS = PACKAGE / "agents"
 AGENTS_REQUIREMENTS = REPO_ROOT / "requirements-agents.txt"
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "gpu_operator", "components")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "gpu_operator", "components", "pulumi_gpu_operator")
 DATA_SUFFIXES = (".yaml", ".sh", ".csv")
 PROFILES = ("a100-4x-mixed-mig", "a100-8x-mig", "h100-8x", "h200-8x", "t4-1x")
 #: Copied into the image as /etc/dcgm-exporter/dcp-metrics-included.csv (see the Dockerfile).
@@ -126,6 +128,9 @@ def test_wheel_carries_the_package_data(wheel: Path) -> None:
     assert expected <= names, sorted(expected - names)
     assert _package_data() <= names, sorted(_package_data() - names)
     assert "gpu_operator/components/__init__.py" in names
+    assert {"gpu_operator/components/multi_language/PulumiPlugin.yaml",  # the gpu-operator component provider
+            "gpu_operator/components/multi_language/__main__.py",
+            "pulumi_gpu_operator/pulumi-plugin.json"} <= names
     assert not [name for name in names if name.startswith(("tests/", "stacks/", "examples/"))]
 
 
@@ -163,6 +168,40 @@ def test_installed_agents_import_without_pulumi(fresh_venv: Path, tmp_path: Path
     result = _run([fresh_venv / "bin" / "python", "-c", _PULUMI_BLOCKED_IMPORT], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).is_relative_to(fresh_venv), "imported the source tree, not the wheel"
+
+
+#: What Pulumi's Python language host runs to find a distribution's `pulumi-plugin.json` (in the module named after
+#: the distribution), and what it makes of it: without the file, `pulumi-gpu-operator` would be taken for the SDK of
+#: a resource plugin `gpu-operator` that does not exist.
+_PLUGIN_JSON_LOOKUP = """
+import importlib.metadata, importlib.util, json, os
+module = importlib.metadata.distribution("pulumi-gpu-operator").metadata["Name"].replace("-", "_")
+spec = importlib.util.find_spec(module)
+found = [os.path.join(str(l), "pulumi-plugin.json") for l in (spec.submodule_search_locations or [])]
+print(json.dumps([json.load(open(p)) for p in found if os.path.isfile(p)]))
+"""
+
+
+def test_the_python_host_finds_that_the_distribution_brings_no_resource_plugin(fresh_venv: Path,
+                                                                                tmp_path: Path) -> None:
+    result = _run([fresh_venv / "bin" / "python", "-c", _PLUGIN_JSON_LOOKUP], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"resource": False}]
+
+
+def test_the_installed_plugin_folder_runs_with_the_virtualenv_it_is_installed_in(fresh_venv: Path,
+                                                                                   tmp_path: Path) -> None:
+    """`pulumi package add <site-packages>/gpu_operator/components/multi_language` runs the provider with the
+    Python of the virtualenv the wheel is installed in."""
+    where = _run([fresh_venv / "bin" / "python", "-c",
+                  "import gpu_operator.components.multi_language as m, os; print(os.path.dirname(m.__file__))"],
+                 cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    folder = Path(where.stdout.strip())
+    assert folder.is_relative_to(fresh_venv) and (folder / "__main__.py").is_file()
+    settings = yaml.safe_load((folder / "PulumiPlugin.yaml").read_text())
+    assert settings["runtime"]["name"] == "python"
+    assert (folder / settings["runtime"]["options"]["virtualenv"]).resolve() == fresh_venv.resolve()
 
 
 # --- the agents' dependencies -----------------------------------------------------------------------------------
