@@ -10,6 +10,8 @@
    claim templates, after the operator (the driver's kubelet plugin needs the GPU driver);
 4. `GpuMonitoring` (when the `monitoring` section asks for any object): alerts and dashboard, after the operator.
 
+Switching NFD between the two charts that can run it is an update of its CRDs in place (:mod:`.nfd_handover`).
+
 `names` gives each component its logical name, so an existing stack keeps its URNs.
 """
 
@@ -25,6 +27,7 @@ import pulumi_kubernetes as k8s
 from gpu_operator.components.dra_driver import DraDriver
 from gpu_operator.components.monitoring import GpuMonitoring
 from gpu_operator.components.network_operator import NetworkOperator
+from gpu_operator.components.nfd_handover import NfdChartHomes, nfd_crd_handover
 from gpu_operator.components.operator import GpuOperator
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import dra_wanted
@@ -72,17 +75,22 @@ def install_cluster_software(
 ) -> ClusterSoftware:
     """Register the components the config asks for, each with `provider`, in the order above."""
 
-    def options(depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on) or None, deleted_with=deleted_with)
+    def options(depends_on: Sequence[pulumi.Resource],
+                transforms: list[pulumi.ResourceTransform] | None = None) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on) or None, deleted_with=deleted_with,
+                                      transforms=transforms)
 
+    # NFD's CRDs move between the two charts that can run NFD (nfd_handover)
+    homes = NfdChartHomes.of(names.operator, names.network)
     network = None
     if network_wanted(config.network, config.pools):
         network = NetworkOperator(names.network, {"provider": provider, "config": config, "kubeconfig": kubeconfig},
-                                  options(before))
+                                  options(before, [nfd_crd_handover(homes, True, parent)]))
     operator_args: dict[str, Any] = {"provider": provider, "config": config, "kubeconfig": kubeconfig,
                                      "wait_for_daemonsets": wait_for_daemonsets, "agents_image": agents_image}
     operator = GpuOperator(names.operator, operator_args,  # type: ignore[arg-type]
-                           options([*before, *([network] if network is not None else [])]))
+                           options([*before, *([network] if network is not None else [])],
+                                   [nfd_crd_handover(homes, False, parent)]))
     dra = None
     if dra_wanted(config.dra, config.pools):
         dra = DraDriver(names.dra, {"provider": provider, "config": config}, options([operator]))

@@ -53,7 +53,18 @@ def _credential(fleet_kubeconfig: str, own: str | None) -> str:
 kubeconfig = pulumi.Output.secret(pulumi.Output.all(fleet.require_output("kubeconfig"), own_kubeconfig)
                                   .apply(lambda values: _credential(values[0], values[1])))
 provider = k8s.Provider("gpu-fleet", kubeconfig=kubeconfig)
-gpu_resource = fleet.require_output("gpuResourceNames").apply(lambda names: names[0])
+
+
+def _counted_gpu(names: list[str]) -> str:
+    """The first extended resource the fleet advertises GPUs as (`nvidia.com/gpu`, or a shared or MIG name)."""
+    if not names:
+        raise pulumi.RunError("the GPU fleet advertises no counted GPU resource (its device plugin is off: GPUs are "
+                              "allocated through DRA there): request a GPU with a ResourceClaim instead "
+                              "(examples/workloads/dra)")
+    return names[0]
+
+
+gpu_resource = fleet.require_output("gpuResourceNames").apply(_counted_gpu)
 
 
 def _on_pool(by_pool: dict[str, dict[str, str]]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from lightkube.resources.core_v1 import Namespace
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render.helm_chart import merge_values
 from gpu_operator.render.stack import stack_objects
+from tests.e2e.apply import ensure_namespaces
 from tests.e2e.control_plane import ControlPlane
 from tests.e2e.engine import Engine, EngineStack, Operation
 from tests.e2e.engine_fleet import (  # noqa: F401 - module fixtures
@@ -126,30 +127,6 @@ def test_refresh_finds_no_drift(fleet: Fleet) -> None:
     assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
 
 
-@pytest.mark.parametrize("name, document", UPDATES, ids=[name for name, _ in UPDATES])
-def test_update_changes_exactly_the_render_diff_then_nothing(
-    name: str, document: dict[str, Any], fleet: Fleet, cluster: Client
-) -> None:
-    assert fleet.config is not None, "the stack was not created"
-    if name == "monitoring":
-        install_prometheus_operator_crds(cluster)  # as kube-prometheus-stack would have
-    config = fleet.configure(document)
-    preview = fleet.stack.preview()
-    _assert_plan_is_the_render_diff(preview, fleet.config, config)
-    up = fleet.timed(f"update {name}", fleet.stack.up())
-    _assert_plan_is_the_render_diff(up, fleet.config, config)
-    fleet.config = config
-    again = fleet.stack.preview(expect_no_changes=True)
-    assert not again.changed, [f"{step.op} {step.urn} {step.diffs}" for step in again.changed]
-    note(f"engine: update {name}: {up.seconds:.1f} s, planned {planned_diff(up.steps).counts()} "
-         f"(created, updated, deleted) = the render diff; {len(stack_objects(config))} objects now")
-
-
-def test_refresh_after_the_updates_finds_no_drift(fleet: Fleet) -> None:
-    refresh = fleet.stack.refresh(expect_no_changes=True)
-    assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
-
-
 def test_a_workload_stack_reads_every_output_through_a_stack_reference(
     engine: Engine, fleet: Fleet, cluster: Client
 ) -> None:
@@ -166,6 +143,34 @@ def test_a_workload_stack_reads_every_output_through_a_stack_reference(
     assert exists(cluster, ("batch/v1", "Job", "default", "cuda-vectoradd"))
     consumer.destroy()
     assert not exists(cluster, ("batch/v1", "Job", "default", "cuda-vectoradd"))
+
+
+@pytest.mark.parametrize("name, document", UPDATES, ids=[name for name, _ in UPDATES])
+def test_update_changes_exactly_the_render_diff_then_nothing(
+    name: str, document: dict[str, Any], fleet: Fleet, cluster: Client
+) -> None:
+    assert fleet.config is not None, "the stack was not created"
+    if name == "monitoring":
+        install_prometheus_operator_crds(cluster)  # as kube-prometheus-stack would have
+    if name == "dra":
+        # the example's claim template lives in the workloads' namespace, which the user's cluster has (the stack
+        # neither creates nor requires it today: "namespaces \"ml\" not found" from the API server mid-update)
+        ensure_namespaces(cluster, [{"kind": "Namespace", "metadata": {"name": "ml"}}])
+    config = fleet.configure(document)
+    preview = fleet.stack.preview()
+    _assert_plan_is_the_render_diff(preview, fleet.config, config)
+    up = fleet.timed(f"update {name}", fleet.stack.up())
+    _assert_plan_is_the_render_diff(up, fleet.config, config)
+    fleet.config = config
+    again = fleet.stack.preview(expect_no_changes=True)
+    assert not again.changed, [f"{step.op} {step.urn} {step.diffs}" for step in again.changed]
+    note(f"engine: update {name}: {up.seconds:.1f} s, planned {planned_diff(up.steps).counts()} "
+         f"(created, updated, deleted) = the render diff; {len(stack_objects(config))} objects now")
+
+
+def test_refresh_after_the_updates_finds_no_drift(fleet: Fleet) -> None:
+    refresh = fleet.stack.refresh(expect_no_changes=True)
+    assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
 
 
 def _terminating(client: Client) -> list[str]:

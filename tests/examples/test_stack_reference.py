@@ -81,3 +81,10 @@ def test_a_kubeconfig_mode_fleet_without_a_credential_of_its_own_says_how_to_giv
     fleet = _kubeconfig_mode_fleet(tmp_path)
     with pytest.raises(Exception, match=r"exports no kubeconfig .*pulumi config set --secret kubeconfig"):
         _consumer(tmp_path, fleet, {})
+
+
+def test_a_fleet_that_allocates_gpus_only_through_dra_is_named_as_such(tmp_path: Path) -> None:
+    fleet = _kubeconfig_mode_fleet(tmp_path)
+    fleet.outputs["gpuResourceNames"] = []  # the device plugin is off: DRA allocates every GPU
+    with pytest.raises(Exception, match=r"no counted GPU resource .*ResourceClaim"):
+        _consumer(tmp_path, fleet, {"gpu-workloads:kubeconfig": "k"})
