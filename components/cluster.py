@@ -38,6 +38,7 @@ from gpu_operator.components.cluster_software import SoftwareNames, install_clus
 from gpu_operator.components.component_args import required
 from gpu_operator.components.dra_driver import DraDriver
 from gpu_operator.components.feature_registration import FeatureWait
+from gpu_operator.components.kubernetes_provider import kubernetes_provider
 from gpu_operator.components.monitoring import GpuMonitoring
 from gpu_operator.components.network_operator import NetworkOperator
 from gpu_operator.components.node_pool import AGENT_POOL, GpuNodePool
@@ -160,11 +161,11 @@ class GpuCluster(pulumi.ComponentResource):
                 },
                 pulumi.ResourceOptions(parent=self),
             )
-        self.kubernetes_provider = k8s.Provider(
+        self.kubernetes_provider = kubernetes_provider(
             f"{name}-kubernetes",
-            kubeconfig=self.cluster.provider_kubeconfig,
+            self.cluster.provider_kubeconfig,
             cluster_identifier=cluster_identifier(config.aks),
-            upsert_existing_objects=args.get("adopt_existing_objects") or None,
+            adopt=bool(args.get("adopt_existing_objects")),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[pool.agent_pool for pool in pools] or None),
         )
         software = install_cluster_software(

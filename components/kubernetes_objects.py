@@ -21,9 +21,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_operator.render.helm_chart import HelmChart
+from gpu_operator.render.quantity import QuantityError
 from gpu_operator.render.stored import as_stored
 
-__all__ = ["child_options", "register_chart", "register_object", "resource_class", "logical_name"]
+__all__ = ["child_options", "register_chart", "register_object", "resource_class", "logical_name",
+           "stored_chart_object"]
 
 ResourceClass = Callable[..., pulumi.CustomResource]
 
@@ -109,5 +111,31 @@ def register_chart(prefix: str, spec: HelmChart, opts: pulumi.ResourceOptions) -
         namespace=spec.namespace,
         repository_opts=repository,
         values=as_stored(spec.values),
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transforms=[stored_chart_object])),
     )
+
+
+def _whole_numbers(value: Any) -> Any:
+    """The engine has one number type: a chart's `cpu: 2` reaches a transform as 2.0, which the API server reads
+    as the integer it was."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    return value
+
+
+def stored_chart_object(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """A chart's objects, as Helm rendered them, in the form the API server stores: a chart's templates write
+    `fieldRef: {fieldPath: ...}` without the `apiVersion` the server adds, and the struct is atomic, so adopting a
+    `helm install` of the chart conflicted with Helm's field manager on every such env var (NFD's gc, worker and
+    master). A value that is no quantity where one belongs is left as the chart wrote it, for the server to judge."""
+    if not args.type_.startswith("kubernetes:") or args.type_.startswith("kubernetes:helm.sh/"):
+        return None
+    try:
+        props = as_stored(_whole_numbers(dict(args.props)))
+    except (QuantityError, TypeError, ValueError):
+        return None
+    return pulumi.ResourceTransformResult(props, args.opts)

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_azure_native as azure_native
-import pulumi_kubernetes as k8s
 from gpu_operator.components import GpuCluster
 from gpu_operator.components.cluster_software import SoftwareNames, install_cluster_software
+from gpu_operator.components.kubernetes_provider import kubernetes_provider
 
 from gpu_operator.config import ConfigError, Problem, parse_config
 
@@ -47,7 +47,7 @@ if document.aks is None:
             "without AKS, build it with `make image`, push it, and set agents.image (with pullSecrets)"
         ))], "gpu-operator:config")
     kubeconfig = settings.require_secret("kubeconfig")
-    provider = k8s.Provider("cluster", kubeconfig=kubeconfig, upsert_existing_objects=adopt or None)
+    provider = kubernetes_provider("cluster", kubeconfig, adopt=adopt)
     # the same pieces GpuCluster installs on its AKS cluster, under the names this program always gave them
     software = install_cluster_software(document, provider, kubeconfig,
                                         SoftwareNames(network="gpu-network", operator="gpu", dra="gpu-dra",

@@ -24,6 +24,8 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from gpu_operator.components.kubernetes_provider import kubernetes_provider
 from gpu_operator.components.component_args import required
 from gpu_operator.components.operator import TOKEN
 from gpu_operator.components.operator import GpuOperator as OperatorComponent
@@ -98,8 +100,8 @@ class GpuOperator(pulumi.ComponentResource):
         config = known_document(args.get("config"))
         super().__init__(TOKEN, name, {}, opts)
         secret_kubeconfig = pulumi.Output.secret(kubeconfig)
-        self.kubernetes_provider: k8s.Provider = k8s.Provider(
-            f"{name}-kubernetes", kubeconfig=secret_kubeconfig, opts=pulumi.ResourceOptions(parent=self))
+        self.kubernetes_provider: k8s.Provider = kubernetes_provider(
+            f"{name}-kubernetes", secret_kubeconfig, opts=pulumi.ResourceOptions(parent=self))
         self.operator: OperatorComponent = OperatorComponent(
             name,
             {"provider": self.kubernetes_provider, "config": config, "kubeconfig": secret_kubeconfig,

@@ -128,6 +128,7 @@ def test_kubernetes_resources_use_the_clusters_provider(recording: Recording) ->
     assert provider.inputs["kubeconfig"]["value"] == KUBECONFIG  # aks.credentials: admin
     assert provider.inputs["clusterIdentifier"] == "aks:rg-gpu/aks-gpu"
     assert "upsertExistingObjects" not in provider.inputs
+    assert provider.inputs["enablePatchForce"] == "true"  # the stack owns the fields it sets (kubernetes_provider)
     resources = recording.of_type("kubernetes:")
     assert resources
     assert all(r.provider.startswith(provider.urn + "::") for r in resources)

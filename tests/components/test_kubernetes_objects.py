@@ -148,3 +148,32 @@ def test_objects_and_chart_values_are_registered_as_the_api_server_stores_them()
     [helm] = recording.of_type(CHART)
     assert helm.inputs["values"]["worker"]["resources"] == {"limits": {"memory": "2Gi"}}
     assert container["resources"]["limits"]["memory"] == "1024Mi"  # the caller's object is not changed
+
+
+def _chart_child(type_: str, props: dict[str, Any]) -> pulumi.ResourceTransformResult | None:
+    from gpu_operator.components.kubernetes_objects import stored_chart_object
+
+    return stored_chart_object(pulumi.ResourceTransformArgs(True, type_, "nfd:gpu-operator/worker", props,
+                                                            pulumi.ResourceOptions()))
+
+
+def test_a_charts_objects_are_registered_in_stored_form() -> None:
+    # NFD 0.19's templates write fieldRef without apiVersion; the engine hands numbers over as floats
+    container = {"name": "worker", "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                 "resources": {"limits": {"cpu": 2.0, "memory": "1024Mi"}}}
+    props = {"metadata": {"name": "worker"}, "spec": {"template": {"spec": {"containers": [container]}}}}
+    result = _chart_child("kubernetes:apps/v1:DaemonSet", props)
+    assert result is not None
+    [stored] = result.props["spec"]["template"]["spec"]["containers"]
+    assert stored["env"][0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "spec.nodeName"}
+    assert stored["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize("type_, props", [
+    ("kubernetes:helm.sh/v4:Chart", {"values": {}}),          # the chart itself is not an object
+    ("pulumi:providers:kubernetes", {}),
+    ("kubernetes:apps/v1:DaemonSet", {"spec": {"template": {"spec": {"containers": [
+        {"name": "c", "resources": {"limits": {"memory": "lots"}}}]}}}}),  # the server judges a bad quantity
+])
+def test_what_is_no_chart_object_or_no_quantity_is_left_as_it_is(type_: str, props: dict[str, Any]) -> None:
+    assert _chart_child(type_, props) is None

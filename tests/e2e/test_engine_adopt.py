@@ -110,4 +110,34 @@ def test_up_adopts_a_helm_install_without_conflict_or_restart(
     assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
     note(f"engine: adopted a Helm install ({len(generations)} DaemonSets, {len(pods)} pods) in {up.seconds:.1f} s: "
          "no conflict, no generation moved, no pod restarted")
+    # forget the adopted objects (they stay for the next test, as after a `pulumi stack rm` of a trial stack)
+    stack.cli("state", "delete", "--all", "--yes", "--force", check=False)
+
+
+def test_waiting_for_daemonsets_never_waits_on_the_ondelete_driver(
+    engine: Engine, plane: ControlPlane, adopted_cluster: Client  # noqa: F811
+) -> None:
+    """`waitForDaemonsets` awaits rollouts, but nothing rolls the driver's OnDelete DaemonSet except the operator
+    controller: awaiting it hung `pulumi up` until the provider's 10-minute timeout on every driver version change.
+    With the adopted stack: a driver version change under `waitForDaemonsets: true` returns at once, the driver's
+    pods still the old ones (the controller's rollout, `controller.waitForDriverRollout`, is the wait for those)."""
+    document = base_document()
+    project = engine.project("gpu-operator", REPO_ROOT / "stacks")
+    stack = engine.stack(project, "waits", {"gpu-operator:kubeconfig": plane.admin_kubeconfig.read_text(),
+                                            "gpu-operator:config": document, "gpu-operator:adoptExistingObjects": True,
+                                            "gpu-operator:waitForDaemonsets": True})
+    stack.up()
+    driver_pods = {name: uid for name, uid in _pods(adopted_cluster, document["namespace"]).items()
+                   if name.startswith("nvidia-driver-daemonset")}
+    document["operator"]["driver"] = {"version": "580.95.05"}
+    stack.set_config({"gpu-operator:kubeconfig": plane.admin_kubeconfig.read_text(), "gpu-operator:config": document,
+                      "gpu-operator:waitForDaemonsets": True})
+    up = stack.up()
+    [driver] = [step for step in up.steps if step.type == "kubernetes:apps/v1:DaemonSet"
+                and (step.inputs or {}).get("metadata", {}).get("name") == "nvidia-driver-daemonset"]
+    assert driver.op == "update"
+    assert up.seconds < 180, f"up took {up.seconds:.0f} s: it waited on the OnDelete driver DaemonSet"
+    still = {name: uid for name, uid in _pods(adopted_cluster, document["namespace"]).items() if name in driver_pods}
+    assert still == driver_pods  # OnDelete: nothing rolled them
+    note(f"engine: waitForDaemonsets with a driver version change: up in {up.seconds:.1f} s, driver pods untouched")
     stack.destroy()

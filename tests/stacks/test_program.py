@@ -130,6 +130,8 @@ def test_adopting_existing_objects_is_a_stack_setting(tmp_path: Any) -> None:
     run = run_program_file(STACKS_DIR / "__main__.py", stack_file, project="gpu-operator")
     [provider] = run.recording.of_type("pulumi:providers:kubernetes")
     assert provider.inputs["upsertExistingObjects"] == "true"
+    # after the takeover the stack owns the fields Helm set too: its next change must not conflict with "helm"
+    assert provider.inputs["enablePatchForce"] == "true"
 
 
 def test_without_aks_the_network_operator_and_dra_driver_come_when_the_config_asks(tmp_path: Any) -> None:
