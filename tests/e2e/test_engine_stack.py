@@ -15,6 +15,8 @@ pools in kubeconfig mode, tolerates their taint through `operator.daemonsets.tol
 from __future__ import annotations
 
 import copy
+import json
+from importlib import metadata
 from typing import Any
 
 import pytest
@@ -27,7 +29,7 @@ from gpu_operator.render.helm_chart import merge_values
 from gpu_operator.render.stack import stack_objects
 from tests.e2e.apply import ensure_namespaces
 from tests.e2e.control_plane import ControlPlane
-from tests.e2e.engine import Engine, EngineStack, Operation
+from tests.e2e.engine import KUBERNETES_PROVIDER_VERSION, Engine, EngineStack, Operation
 from tests.e2e.engine_fleet import (  # noqa: F401 - module fixtures
     base_document, chart_file, cluster, engine, exists, install_prometheus_operator_crds, live_kinds, plane,
 )
@@ -96,6 +98,16 @@ def fleet(engine: Engine, plane: ControlPlane, cluster: Client, tmp_path_factory
 def _assert_plan_is_the_render_diff(operation: Operation, old: GpuStackConfig | None, new: GpuStackConfig) -> None:
     expected, planned = render_diff(old, new), planned_diff(operation.steps)
     assert planned == expected, "the engine's plan is not the render diff:\n" + planned.describe(expected)
+
+
+def test_the_programs_sdks_are_pinned_to_the_built_engine(engine: Engine) -> None:
+    """An SDK newer than the built provider makes the engine ask for its own plugin version, which it cannot
+    download here ("no resource plugin 'pulumi-resource-kubernetes' found ... 4.34.2"): `make e2e` pins both."""
+    cli = engine.cli("version").stdout.strip().removeprefix("v")
+    assert (metadata.version("pulumi"), metadata.version("pulumi-kubernetes")) == (cli, KUBERNETES_PROVIDER_VERSION)
+    plugins = json.loads(engine.cli("plugin", "ls", "--json").stdout)
+    assert [(p["name"], p["kind"], p["version"]) for p in plugins] == [("kubernetes", "resource",
+                                                                        KUBERNETES_PROVIDER_VERSION)]
 
 
 def test_preview_and_up_create_what_the_render_holds(fleet: Fleet, cluster: Client) -> None:
