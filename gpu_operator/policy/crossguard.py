@@ -35,16 +35,21 @@ CONFIG_SCHEMA: dict[str, dict[str, Any]] = {
 }
 
 
+def _integer(value: Any) -> int | None:
+    """A count of the policy config: the engine hands JSON numbers over as floats (8 arrives as 8.0)."""
+    return None if value is None else int(value)
+
+
 def context_from_config(config: Mapping[str, Any]) -> PolicyContext:
     taints = tuple(tuple({"key": str(t.get("key", "")), "value": str(t.get("value", "") or ""),
                           "effect": str(t.get("effect", ""))} for t in pool) for pool in config.get("poolTaints") or ())
     return PolicyContext(
         pool_taints=taints,
-        max_infiniband_nics=config.get("maxInfinibandNics"),
+        max_infiniband_nics=_integer(config.get("maxInfinibandNics")),
         prometheus_selector=dict(config.get("prometheusSelector") or {}),
-        exporter_gpus=config.get("exporterGpus"),
+        exporter_gpus=_integer(config.get("exporterGpus")),
         production=bool(config.get("production", False)),
-        max_parallel_upgrades=config.get("maxParallelUpgrades"),
+        max_parallel_upgrades=_integer(config.get("maxParallelUpgrades")),
     )
 
 

@@ -87,6 +87,8 @@ class Operation:
     stdout: str = ""
     policy_events: list[auto.events.PolicyEvent] = field(default_factory=list)
     """The policy violations the engine reported (`--policy-pack`), as events: pack, policy, enforcement, message."""
+    finished: list[str] = field(default_factory=list)
+    """The URNs of the steps that completed, in the order the engine reported them done."""
 
     @property
     def changed(self) -> list[Step]:
@@ -115,6 +117,8 @@ class Operation:
                 self.errors.append(diagnostic.message.strip())
         elif event.policy_event is not None:
             self.policy_events.append(event.policy_event)
+        elif event.res_outputs_event is not None:
+            self.finished.append(event.res_outputs_event.metadata.urn)
 
 
 class EngineStack:

@@ -98,3 +98,12 @@ def test_violations_are_reported_against_their_resources(analyzer: analyzer_pb2_
     assert ("daemonset-selector-matches-template", name) in found
     assert ("image-pinned", name) in found
     assert all("Fix: " in d.message for d in diagnostics)
+
+
+def test_the_pack_reads_its_counts_as_integers_whatever_number_type_the_engine_hands_over() -> None:
+    from gpu_operator.policy.crossguard import context_from_config
+
+    # the engine hands policy config numbers over as floats: 8 arrives as 8.0 (and a message said "8.0 GPUs")
+    context = context_from_config({"exporterGpus": 8.0, "maxInfinibandNics": 8.0, "maxParallelUpgrades": 1.0})
+    assert (context.exporter_gpus, context.max_infiniband_nics, context.max_parallel_upgrades) == (8, 8, 1)
+    assert all(type(value) is int for value in (context.exporter_gpus, context.max_infiniband_nics))
