@@ -10,6 +10,8 @@ from a local path.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,13 +25,14 @@ from gpu_operator.config import load_config
 from tests.e2e.apply import KindTable, server_side_apply, wait_established
 from tests.e2e.control_plane import ControlPlane, start_control_plane
 from tests.e2e.engine import Engine, missing_engine_programs
+from tests.e2e.tools import E2eTools
 from tests.e2e.nodes import FLEET_CONFIG, fleet_nodes, node_object
 from tests.e2e.render_diff import ObjectKey
 from tests.e2e.waiting import wait_until
 from tests.support.reference import REFERENCE_CHARTS, REFERENCE_DATA
 
-__all__ = ["POOL_TAINT", "base_document", "chart_file", "cluster", "engine", "exists",
-           "install_prometheus_operator_crds", "live_kinds", "plane"]
+__all__ = ["POOL_TAINT", "base_document", "chart_file", "cluster", "engine", "engine_plane", "exists",
+           "install_prometheus_operator_crds", "live_kinds", "plane", "register_nodes", "require_engine"]
 
 POOL_TAINT = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
 
@@ -49,31 +52,48 @@ def base_document() -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    missing = missing_engine_programs(e2e_tools)
+def require_engine(tools: E2eTools) -> None:
+    """Fail the test at once, naming the fix, when the engine's programs are not built."""
+    missing = missing_engine_programs(tools)
     if missing:
         pytest.fail(f"the engine's programs are not built ({', '.join(missing)}): run `make e2e-tools`", pytrace=False)
-    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("engine-plane"))
+
+
+@contextmanager
+def engine_plane(tools: E2eTools, workdir: Path) -> Iterator[ControlPlane]:
+    """A control plane of a real-engine module's own, always stopped (the engine must be built)."""
+    require_engine(tools)
+    started = start_control_plane(tools, workdir)
     try:
-        yield plane
+        yield started
     finally:
-        plane.stop()
+        started.stop()
+
+
+def register_nodes(client: Client, nodes: list[dict[str, Any]], timeout: float = 60) -> None:
+    """Register simulated nodes and wait until KWOK reports each Ready."""
+    failures = server_side_apply(client, nodes, KindTable(), dry_run=False)
+    assert not failures, "\n".join(map(str, failures))
+    names = {node["metadata"]["name"] for node in nodes}
+
+    def ready() -> bool:
+        states = {n.metadata.name: {c.type: c.status for c in (n.status.conditions or [])} for n in client.list(Node)}
+        return all(states.get(name, {}).get("Ready") == "True" for name in names)
+
+    wait_until(ready, timeout=timeout, what=f"KWOK to report {len(names)} simulated node(s) Ready")
+
+
+@pytest.fixture(scope="module")
+def plane(e2e_tools: E2eTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    with engine_plane(e2e_tools, tmp_path_factory.mktemp("engine-plane")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
 def cluster(plane: ControlPlane) -> Client:
     """The plane's admin client, with the fleet's simulated nodes registered and Ready."""
     client = plane.client()
-    nodes = fleet_nodes(load_config(FLEET_CONFIG))
-    failures = server_side_apply(client, [node_object(node) for node in nodes], KindTable(), dry_run=False)
-    assert not failures, "\n".join(map(str, failures))
-
-    def ready() -> bool:
-        states = {n.metadata.name: {c.type: c.status for c in (n.status.conditions or [])} for n in client.list(Node)}
-        return all(states.get(node.name, {}).get("Ready") == "True" for node in nodes)
-
-    wait_until(ready, timeout=60, what="KWOK to report every simulated node Ready")
+    register_nodes(client, [node_object(node) for node in fleet_nodes(load_config(FLEET_CONFIG))])
     return client
 
 

@@ -40,15 +40,16 @@ from gpu_operator.components.multi_language.plugin_folder import write_plugin_fo
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet
-from lightkube.resources.core_v1 import Namespace, Node
+from lightkube.resources.core_v1 import Namespace
 from pulumi import automation as auto
 
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render_operands
 from gpu_operator.render.workload_facts import deploy_node_labels, gpu_resource_names, runtime_class_name
-from tests.e2e.apply import KindTable, server_side_apply
-from tests.e2e.control_plane import ControlPlane, start_control_plane
-from tests.e2e.engine import E2E_VENV, Engine, EngineError, EngineStack, missing_engine_programs
+from tests.e2e.apply import KindTable
+from tests.e2e.control_plane import ControlPlane
+from tests.e2e.engine import E2E_VENV, Engine, EngineError, EngineStack
+from tests.e2e.engine_fleet import engine_plane, register_nodes, require_engine
 from tests.e2e.nodes import SimulatedNode, node_object
 from tests.e2e.report import note
 from tests.e2e.tools import E2eTools
@@ -81,20 +82,10 @@ def config() -> GpuStackConfig:
     return parse_config(_example_config())
 
 
-def _require_engine(tools: E2eTools) -> None:
-    missing = missing_engine_programs(tools)
-    if missing:
-        pytest.fail(f"the engine's programs are not built ({', '.join(missing)}): run `make e2e-tools`", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def plane(e2e_tools: E2eTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    _require_engine(e2e_tools)
-    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("multi-language-plane"))
-    try:
-        yield plane
-    finally:
-        plane.stop()
+    with engine_plane(e2e_tools, tmp_path_factory.mktemp("multi-language-plane")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -104,15 +95,7 @@ def cluster(plane: ControlPlane, config: GpuStackConfig) -> Client:
     objects = [obj for operand in render_operands(config) for obj in operand.objects]
     labels = {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", "type": "kwok",
               **deploy_node_labels(objects)}
-    failures = server_side_apply(client, [node_object(SimulatedNode(NODE, None, labels, [], 8))], KindTable(),
-                                 dry_run=False)
-    assert not failures, "\n".join(map(str, failures))
-
-    def ready() -> bool:
-        node = client.get(Node, NODE)
-        return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
-
-    wait_until(ready, timeout=_WAIT_SECONDS, what="KWOK to report the GPU node Ready")
+    register_nodes(client, [node_object(SimulatedNode(NODE, None, labels, [], 8))], timeout=_WAIT_SECONDS)
     return client
 
 
@@ -125,7 +108,7 @@ def _installed_plugin(sdk: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def engine(e2e_tools: E2eTools, tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    _require_engine(e2e_tools)
+    require_engine(e2e_tools)
     engine = Engine(e2e_tools, tmp_path_factory.mktemp("multi-language-engine"))
     stand_in = engine.workdir / "stand-in-plugin"
     stand_in.write_text(_STAND_IN)

@@ -44,19 +44,16 @@ from gpu_operator.upgrade.revisions import REVISION_LABEL, newest_revisions
 from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION, STATE_LABEL
 from tests.e2e.agents import AGENT, service_account_token
 from tests.e2e.apply import KindTable, server_side_apply
-from tests.e2e.control_plane import (
-    KWOK_ANNOTATION,
-    ControlPlane,
-    free_port,
-    start_control_plane,
-)
-from tests.e2e.engine import Engine, EngineError, EngineStack, missing_engine_programs
+from tests.e2e.control_plane import KWOK_ANNOTATION, ControlPlane, free_port
+from tests.e2e.engine import Engine, EngineError, EngineStack
 from tests.e2e.engine_fleet import (  # noqa: F401 - module fixtures
     base_document,
     chart_file,
     cluster,
     engine,
+    engine_plane,
     plane,
+    register_nodes,
 )
 from tests.e2e.report import note
 from tests.e2e.waiting import wait_until
@@ -260,27 +257,14 @@ def _rolled_out(client: Client) -> bool:
 @pytest.fixture(scope="class")
 def rollout_plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """A control plane of its own: the controller labels every node it sees."""
-    missing = missing_engine_programs(e2e_tools)
-    if missing:
-        pytest.fail(f"the engine's programs are not built ({', '.join(missing)}): run `make e2e-tools`", pytrace=False)
-    rollout_plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("rollout-plane"))
-    try:
-        yield rollout_plane
-    finally:
-        rollout_plane.stop()
+    with engine_plane(e2e_tools, tmp_path_factory.mktemp("rollout-plane")) as started:
+        yield started
 
 
 @pytest.fixture(scope="class")
 def gpu_nodes(rollout_plane: ControlPlane) -> Client:
     admin = rollout_plane.client()
-    failures = server_side_apply(admin, [_gpu_node(name) for name in GPU_NODES], KindTable(), dry_run=False)
-    assert not failures, "\n".join(map(str, failures))
-
-    def ready() -> bool:
-        states = {n.metadata.name: {c.type: c.status for c in (n.status.conditions or [])} for n in admin.list(Node)}
-        return all(states.get(name, {}).get("Ready") == "True" for name in GPU_NODES)
-
-    wait_until(ready, timeout=60, what="KWOK to report the GPU nodes Ready")
+    register_nodes(admin, [_gpu_node(name) for name in GPU_NODES])
     return admin
 
 
