@@ -89,6 +89,15 @@ class Operation:
     """The policy violations the engine reported (`--policy-pack`), as events: pack, policy, enforcement, message."""
     finished: list[str] = field(default_factory=list)
     """The URNs of the steps that completed, in the order the engine reported them done."""
+    durations: dict[str, float] = field(default_factory=dict)
+    """Seconds from each step's start to its end, as the event stream showed them (the events carry whole seconds
+    only, so they are timed when they arrive)."""
+    _started: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def slowest(self, count: int = 5) -> list[tuple[str, float]]:
+        """The `count` longest steps: (name, seconds)."""
+        ranked = sorted(self.durations.items(), key=lambda item: item[1], reverse=True)[:count]
+        return [(urn.rsplit("::", 1)[-1], seconds) for urn, seconds in ranked]
 
     @property
     def changed(self) -> list[Step]:
@@ -103,6 +112,7 @@ class Operation:
     def collect(self, event: auto.EngineEvent) -> None:
         if event.resource_pre_event is not None:
             meta = event.resource_pre_event.metadata
+            self._started[meta.urn] = time.monotonic()
             new, old = meta.new, meta.old
             self.steps.append(Step(
                 op=meta.op.value if hasattr(meta.op, "value") else str(meta.op), urn=meta.urn, type=meta.type,
@@ -118,7 +128,10 @@ class Operation:
         elif event.policy_event is not None:
             self.policy_events.append(event.policy_event)
         elif event.res_outputs_event is not None:
-            self.finished.append(event.res_outputs_event.metadata.urn)
+            urn = event.res_outputs_event.metadata.urn
+            self.finished.append(urn)
+            if urn in self._started:
+                self.durations[urn] = time.monotonic() - self._started[urn]
 
 
 class EngineStack:

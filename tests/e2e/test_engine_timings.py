@@ -97,4 +97,5 @@ def test_engine_beside_server_side_apply(kernels: int, engine: Engine, plane: Co
     note(f"engine timing, {kernels} kernel(s), {len(objects)} objects ({len(up.steps)} resources): "
          f"preview {preview.seconds:.1f} s, up {up.seconds:.1f} s, no-change preview {quiet.seconds:.1f} s, "
          f"destroy {destroy.seconds:.1f} s | server-side apply {applied:.2f} s, delete {deleted:.1f} s | "
-         f"up / apply = {up.seconds / applied:.1f}x")
+         f"up / apply = {up.seconds / applied:.1f}x; slowest deletes: "
+         + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in destroy.slowest(3)))

@@ -22,7 +22,7 @@ from typing import Any
 from collections.abc import Callable, Mapping
 
 import pulumi
-from google.protobuf import json_format
+from google.protobuf import empty_pb2, json_format
 from pulumi.runtime.mocks import MockMonitor
 
 __all__ = [
@@ -176,12 +176,30 @@ class _RecordingMonitor(MockMonitor):
         self._event("invoke", request.tok)
         return super().Invoke(request)
 
+    def RegisterResourceHook(self, request: Any) -> Any:
+        """A hook's registration (the hooks a resource binds are recorded from its own registration)."""
+        parent = getattr(super(), "RegisterResourceHook", None)
+        return parent(request) if parent is not None else empty_pb2.Empty()
+
+
+def _callbacks_for_old_sdks(monitor: MockMonitor) -> None:
+    """Pulumi's SDK before 3.26x gives mocks no callback server, so a program that binds a resource hook or a
+    transform fails under them ("No callback server registered"); the e2e tier pins such an SDK (3.259, the built
+    engine's). Hand the runtime one that registers callbacks with the recording monitor; the mocks never call back."""
+    if hasattr(MockMonitor, "RegisterResourceHook"):
+        return
+    from pulumi.runtime import settings
+    from pulumi.runtime._callbacks import _CallbackServicer
+
+    settings.SETTINGS.callbacks = _CallbackServicer(monitor)  # type: ignore[arg-type]
+
 
 def install_mocks(mocks: pulumi.runtime.Mocks, recording: Recording, *, project: str, stack: str,
                   preview: bool) -> None:
     """Install `mocks` behind a recording monitor."""
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview,
-                             monitor=_RecordingMonitor(mocks, recording))
+    monitor = _RecordingMonitor(mocks, recording)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    _callbacks_for_old_sdks(monitor)
 
 
 def run_program(program: Callable[[], Any], *, project: str = "gpu-operator", stack: str = "test",
