@@ -15,36 +15,46 @@ its config, renders, and registers the result with the right parent, provider an
 `gpu-operator` component provider (`pulumi package add`).
 """
 
-from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs
-from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
-from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
-from gpu_operator.components.dra_driver import DraDriver, DraDriverArgs
-from gpu_operator.components.monitoring import GpuMonitoring, GpuMonitoringArgs
-from gpu_operator.components.network_operator import NetworkOperator, NetworkOperatorArgs
-from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
-from gpu_operator.components.node_pool import GpuNodePool, GpuNodePoolArgs
-from gpu_operator.components.operand import GpuOperand, GpuOperandArgs
-from gpu_operator.components.operator import GpuOperator, GpuOperatorArgs
+from __future__ import annotations
 
-__all__ = [
-    "AgentsImage",
-    "AgentsImageArgs",
-    "AksCluster",
-    "AksClusterArgs",
-    "DraDriver",
-    "DraDriverArgs",
-    "GpuCluster",
-    "GpuClusterArgs",
-    "GpuMonitoring",
-    "GpuMonitoringArgs",
-    "GpuNodePool",
-    "GpuNodePoolArgs",
-    "GpuOperand",
-    "GpuOperandArgs",
-    "GpuOperator",
-    "GpuOperatorArgs",
-    "NetworkOperator",
-    "NetworkOperatorArgs",
-    "NodeFeatureDiscovery",
-    "NodeFeatureDiscoveryArgs",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpu_operator.components.agents_image import AgentsImage, AgentsImageArgs
+    from gpu_operator.components.aks_cluster import AksCluster, AksClusterArgs
+    from gpu_operator.components.cluster import GpuCluster, GpuClusterArgs
+    from gpu_operator.components.dra_driver import DraDriver, DraDriverArgs
+    from gpu_operator.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+    from gpu_operator.components.network_operator import NetworkOperator, NetworkOperatorArgs
+    from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery, NodeFeatureDiscoveryArgs
+    from gpu_operator.components.node_pool import GpuNodePool, GpuNodePoolArgs
+    from gpu_operator.components.operand import GpuOperand, GpuOperandArgs
+    from gpu_operator.components.operator import GpuOperator, GpuOperatorArgs
+
+#: Public name → the module that defines it. Imported on first use: a program on a plain Kubernetes cluster never
+#: loads the Azure and Docker SDKs (a `pulumi preview` starts the program every time, and they cost a second).
+_MODULES = {
+    "AgentsImage": "agents_image", "AgentsImageArgs": "agents_image",
+    "AksCluster": "aks_cluster", "AksClusterArgs": "aks_cluster",
+    "DraDriver": "dra_driver", "DraDriverArgs": "dra_driver",
+    "GpuCluster": "cluster", "GpuClusterArgs": "cluster",
+    "GpuMonitoring": "monitoring", "GpuMonitoringArgs": "monitoring",
+    "GpuNodePool": "node_pool", "GpuNodePoolArgs": "node_pool",
+    "GpuOperand": "operand", "GpuOperandArgs": "operand",
+    "GpuOperator": "operator", "GpuOperatorArgs": "operator",
+    "NetworkOperator": "network_operator", "NetworkOperatorArgs": "network_operator",
+    "NodeFeatureDiscovery": "node_feature_discovery", "NodeFeatureDiscoveryArgs": "node_feature_discovery",
+}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, TypeVar
+from typing import Any, NotRequired, TypedDict
 from collections.abc import Mapping
 
 import pulumi
@@ -28,6 +28,7 @@ from pulumi_azure_native import authorization, containerregistry, containerservi
 
 import gpu_operator
 from gpu_operator.components.component_args import required
+from gpu_operator.components.substitution import substitute
 from gpu_operator.config.agents import AgentsBuild
 from gpu_operator.config.errors import ConfigError, Problem
 
@@ -53,28 +54,6 @@ PLATFORM = docker_build.Platform.LINUX_AMD64
 #: The package source tree: the folder holding `gpu_operator/` (and, in a checkout, the Dockerfile).
 PACKAGE_SOURCE = Path(gpu_operator.__file__).resolve().parent.parent
 _SUBSCRIPTION = re.compile(r"^(/subscriptions/[^/]+)/", re.IGNORECASE)
-
-T = TypeVar("T")
-
-
-def substitute(value: T, old: str, new: Any) -> T:
-    """`value` with every string equal to `old` replaced by `new` (an Input), in dicts, lists and tuples.
-
-    Pure: `value` is not changed, and containers that hold no `old` come back as they were.
-    """
-    if isinstance(value, str):
-        return new if value == old else value  # type: ignore[return-value]
-    if isinstance(value, Mapping):
-        items = {key: substitute(item, old, new) for key, item in value.items()}
-        changed = any(items[key] is not item for key, item in value.items())
-        return items if changed else value  # type: ignore[return-value]
-    if isinstance(value, (list, tuple)):
-        items_list = [substitute(item, old, new) for item in value]
-        if all(a is b for a, b in zip(items_list, value, strict=True)):
-            return value
-        return type(value)(items_list)  # type: ignore[return-value]
-    return value
-
 
 def dockerfile_sources(dockerfile: Path) -> list[str]:
     """The build-context paths the Dockerfile's `COPY`/`ADD` lines read (those without `--from`)."""

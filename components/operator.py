@@ -2,9 +2,13 @@
 
 Instead of a ClusterPolicy reconciled by an in-cluster controller, the operands are rendered from the config and
 registered directly: `pulumi preview` shows every DaemonSet, RBAC rule and ConfigMap before anything changes.
-One child component per operand (`GpuOperand`), each depending on the one before, as the operator's states do;
-with `nfd.enabled`, Node Feature Discovery's chart comes right after the pre-requisites and everything after waits
-for it. The config is validated completely before anything is registered: a bad config creates nothing.
+One child component per operand (`GpuOperand`), after the pre-requisites (namespace, runtime classes) and, with
+`nfd.enabled`, Node Feature Discovery's chart, which comes right after them. On the node, NVIDIA's state order is
+kept by the operands' own validation init containers (each waits for the files in `/run/nvidia/validations` the
+one before writes), not by the order objects reach the API server, so without `wait_for_daemonsets` the operands
+are created side by side (a `pulumi up` of the default stack 4.7 s instead of 5.9 s). With `wait_for_daemonsets`
+each operand depends on the one before, as the operator's states do, and `pulumi up` reports them ready in that
+order. The config is validated completely before anything is registered: a bad config creates nothing.
 
 DaemonSets are annotated `pulumi.com/skipAwait` by default: a driver build or a MIG reconfiguration routinely takes
 longer than Pulumi's await timeouts, and a pool scaled to zero schedules nothing. Set `wait_for_daemonsets` to make
@@ -29,7 +33,7 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
-from gpu_operator.components.agents_image import substitute
+from gpu_operator.components.substitution import substitute
 from gpu_operator.components.component_args import ComponentArgsError, required
 from gpu_operator.components.driver_rollout import DriverRollout
 from gpu_operator.components.node_feature_discovery import NodeFeatureDiscovery
@@ -183,7 +187,8 @@ class GpuOperator(pulumi.ComponentResource):
                 },
                 pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=deleted_with),
             )
-            before = [created]
+            if operand.key == "prerequisites" or wait:  # see the module docstring: the chain only when waiting
+                before = [created]
             if namespace is None:
                 namespace = _namespace_resource(created, config.namespace)
             if operand.key == "prerequisites" and chart is not None:

@@ -27,8 +27,6 @@ engine drops null outputs from the stack, and a consumer's `require_output` woul
 from __future__ import annotations
 
 import pulumi
-import pulumi_azure_native as azure_native
-from gpu_operator.components import GpuCluster
 from gpu_operator.components.cluster_software import SoftwareNames, install_cluster_software
 from gpu_operator.components.kubernetes_provider import kubernetes_provider
 
@@ -64,6 +62,11 @@ if document.aks is None:
         "tolerations": {},
     }
 else:
+    # only here: a stack on a plain Kubernetes cluster never loads the Azure SDK (a preview starts the program)
+    import pulumi_azure_native as azure_native
+
+    from gpu_operator.components.cluster import GpuCluster
+
     azure = azure_native.Provider("azure", subscription_id=settings.get("subscriptionId"))
     cluster = GpuCluster("gpu", {"config": document, "azure_provider": azure, "adopt_existing_objects": adopt,
                                  "wait_for_daemonsets": wait_for_daemonsets})
