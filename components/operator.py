@@ -6,7 +6,7 @@ One child component per operand (`GpuOperand`), after the pre-requisites (namesp
 `nfd.enabled`, Node Feature Discovery's chart, which comes right after them. On the node, NVIDIA's state order is
 kept by the operands' own validation init containers (each waits for the files in `/run/nvidia/validations` the
 one before writes), not by the order objects reach the API server, so without `wait_for_daemonsets` the operands
-are created side by side (a `pulumi up` of the default stack 4.7 s instead of 5.9 s). With `wait_for_daemonsets`
+are created side by side, which makes `pulumi up` and `destroy` shorter. With `wait_for_daemonsets`
 each operand depends on the one before, as the operator's states do, and `pulumi up` reports them ready in that
 order. The config is validated completely before anything is registered: a bad config creates nothing.
 

@@ -76,13 +76,28 @@ def test_no_duplicate_names_and_one_resource_per_rendered_object(recording: Reco
     assert len(recording.of_type("kubernetes:")) == len(objects) + 1  # + the NFD chart
 
 
-def test_operands_depend_on_each_other_in_state_order(recording: Recording) -> None:
+def _children(recording: Recording, parent: Any) -> set[str]:
+    return {r.urn for r in recording.registrations if r.parent == parent.urn}
+
+
+def test_operands_come_after_the_prerequisites_side_by_side(recording: Recording) -> None:
+    """Without waiting, creation order does nothing on the node (the validation init containers keep NVIDIA's
+    order), so the operands are created side by side after the pre-requisites: no operand waits for another."""
     operands = recording.of_type(OPERAND_TOKEN)
     states = [o.inputs["state"] for o in operands]
     assert states == [operand.state for operand in render_operands(load_config(None))]
-    children = {o.urn: {r.urn for r in recording.registrations if r.parent == o.urn} for o in operands}
+    prerequisites, *others = operands
+    for operand in others:
+        assert _children(recording, prerequisites) <= set(operand.dependencies), operand.name
+        for other in others:
+            assert not _children(recording, other) & set(operand.dependencies), f"{operand.name} waits for {other.name}"
+
+
+def test_when_waiting_operands_depend_on_each_other_in_state_order() -> None:
+    recording = run_program(_program(wait_for_daemonsets=True))
+    operands = recording.of_type(OPERAND_TOKEN)
     for before, after in zip(operands, operands[1:]):
-        assert children[before.urn] <= set(after.dependencies), f"{after.name} does not wait for {before.name}"
+        assert _children(recording, before) <= set(after.dependencies), f"{after.name} does not wait for {before.name}"
 
 
 def test_nfd_chart_comes_after_the_prerequisites_and_before_the_driver(recording: Recording) -> None:
