@@ -187,18 +187,17 @@ class GpuOperator(pulumi.ComponentResource):
                 },
                 pulumi.ResourceOptions(parent=self, depends_on=before or None, deleted_with=deleted_with),
             )
-            if operand.key == "prerequisites" or wait:  # see the module docstring: the chain only when waiting
-                before = [created]
-            if namespace is None:
-                namespace = _namespace_resource(created, config.namespace)
             if operand.key == "prerequisites" and chart is not None:
                 self.node_feature_discovery = NodeFeatureDiscovery(
                     f"{name}-node-feature-discovery",
                     {"chart": chart, "provider": provider},
                     pulumi.ResourceOptions(parent=self, depends_on=[created], deleted_with=deleted_with),
                 )
-            if self.node_feature_discovery is not None:
-                before.append(self.node_feature_discovery)
+            if operand.key == "prerequisites" or wait:  # see the module docstring: the chain only when waiting
+                nfd = [self.node_feature_discovery] if self.node_feature_discovery is not None else []
+                before = [created, *nfd]
+            if namespace is None:
+                namespace = _namespace_resource(created, config.namespace)
         all_objects = [obj for operand in rendered for obj in operand.objects]
         self.driver_rollout = self._driver_rollout(name, config, args, all_objects, deleted_with)
         self.namespace = pulumi.Output.from_input(config.namespace)
