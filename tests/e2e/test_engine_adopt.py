@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,16 +85,38 @@ def adopted_cluster(plane: ControlPlane, cluster: Client, e2e_tools: Any,  # noq
     yield cluster
 
 
+#: A user's own program: GpuOperator on a provider of its own that upserts but does not force its applies (the
+#: README's "set upsert_existing_objects=True on your own k8s.Provider"), so a value rendered otherwise than the
+#: server stores it conflicts with Helm's field; the stack's own provider forces (kubernetes_provider).
+OWN_PROVIDER_PROGRAM = """\
+import pulumi
+import pulumi_kubernetes as k8s
+from gpu_operator.components import GpuOperator
+
+settings = pulumi.Config("gpu-operator")
+provider = k8s.Provider("cluster", kubeconfig=settings.require_secret("kubeconfig"), upsert_existing_objects=True)
+GpuOperator("gpu", {"provider": provider, "config": settings.require_object("config")})
+"""
+
+
+def _adopter(name: str, tmp_path: Path) -> Path:
+    if name == "stack":
+        return REPO_ROOT / "stacks"
+    (tmp_path / "__main__.py").write_text(OWN_PROVIDER_PROGRAM)
+    return tmp_path
+
+
+@pytest.mark.parametrize("adopter", ["own-provider", "stack"])
 def test_up_adopts_a_helm_install_without_conflict_or_restart(
-    engine: Engine, plane: ControlPlane, adopted_cluster: Client  # noqa: F811
+    adopter: str, engine: Engine, plane: ControlPlane, adopted_cluster: Client, tmp_path: Path  # noqa: F811
 ) -> None:
     document = base_document()
     namespace = document["namespace"]
     wait_until(lambda: len(_pods(adopted_cluster, namespace)) > 0, timeout=60,
                what="the DaemonSet controller to start the operands' pods")
     generations, pods = _daemonsets(adopted_cluster, namespace), _pods(adopted_cluster, namespace)
-    project = engine.project("gpu-operator", REPO_ROOT / "stacks")
-    stack = engine.stack(project, STACK, {
+    project = engine.project("gpu-operator", _adopter(adopter, tmp_path))
+    stack = engine.stack(project, f"{STACK}-{adopter}", {
         "gpu-operator:kubeconfig": plane.admin_kubeconfig.read_text(),
         "gpu-operator:config": document,
         "gpu-operator:adoptExistingObjects": True,
@@ -108,8 +131,8 @@ def test_up_adopts_a_helm_install_without_conflict_or_restart(
     stack.preview(expect_no_changes=True)
     refresh = stack.refresh(expect_no_changes=True)
     assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
-    note(f"engine: adopted a Helm install ({len(generations)} DaemonSets, {len(pods)} pods) in {up.seconds:.1f} s: "
-         "no conflict, no generation moved, no pod restarted")
+    note(f"engine: {adopter} adopted a Helm install ({len(generations)} DaemonSets, {len(pods)} pods) in "
+         f"{up.seconds:.1f} s: no conflict, no generation moved, no pod restarted")
     # forget the adopted objects (they stay for the next test, as after a `pulumi stack rm` of a trial stack)
     stack.cli("state", "delete", "--all", "--yes", "--force", check=False)
 
