@@ -10,7 +10,7 @@ engine's preview fails with every one of those messages, and nothing is created 
 Before the pack named its virtualenv (issue 19, defect 4), the engine ran it with the system python and could not
 start it; `pulumi preview --policy-pack` of a copy of the pack with `runtime: python` alone printed, on 2026-11-26:
 
-    /root/.pyenv/versions/3.11.7/bin/python3: Error while finding module specification for 'pulumi.policy'
+    <the system python3>: Error while finding module specification for 'pulumi.policy'
     (ModuleNotFoundError: No module named 'pulumi')
     error: policy pack not started: could not read policy pack port: io: read/write on closed pipe
 
