@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,40 +199,49 @@ class RolloutWatcher(threading.Thread):
         self.join(timeout=10)
 
 
-class ValidatorRelease(threading.Thread):
-    """Holds one node's upgrade in `validation-required`: its validator is off (deploy label `false`) until, `hold`
-    seconds after the node reached that state, the thread turns it back on. Bounded; `close()` stops and joins it."""
+class DelayedAction(threading.Thread):
+    """What the cluster's other actors do during an `up`: once `seen()` holds (polled), `delay` seconds later,
+    `act()` once. `seen_at` and `acted_at` are monotonic times; a failed act is kept in `error` for the test.
+    Bounded: gives up after `timeout`; `close()` stops and joins it."""
 
-    def __init__(self, client: Client, node: str, hold: float, timeout: float = 240) -> None:
+    def __init__(self, seen: Callable[[], bool], act: Callable[[], None], delay: float, timeout: float = 240) -> None:
         super().__init__(daemon=True)
-        self.client, self.node, self.hold, self.timeout = client, node, hold, timeout
+        self.seen, self.act, self.delay, self.timeout = seen, act, delay, timeout
         self.halt = threading.Event()
-        self.held_at: float | None = None
-        self.released_at: float | None = None
+        self.seen_at: float | None = None
+        self.acted_at: float | None = None
         self.error: BaseException | None = None
 
     def run(self) -> None:
         deadline = time.monotonic() + self.timeout
-        while self.held_at is None:
+        while self.seen_at is None:
             if self.halt.wait(0.25) or time.monotonic() > deadline:
                 return
             try:
-                labels = self.client.get(Node, self.node).metadata.labels or {}
-            except Exception:  # noqa: BLE001, S112 - a read failed once: read again
+                if self.seen():
+                    self.seen_at = time.monotonic()
+            except Exception:  # noqa: BLE001, S112 - a read failed (a CRD not served yet): read again
                 continue
-            if labels.get(STATE_LABEL) == "validation-required":
-                self.held_at = time.monotonic()
-        if self.halt.wait(self.hold):
+        if self.halt.wait(self.delay):
             return
         try:
-            self.client.patch(Node, self.node, {"metadata": {"labels": {VALIDATOR_LABEL: "true"}}})
-            self.released_at = time.monotonic()
+            self.act()
+            self.acted_at = time.monotonic()
         except Exception as error:  # noqa: BLE001 - reported by the test
             self.error = error
 
     def close(self) -> None:
         self.halt.set()
         self.join(timeout=15)
+
+
+def validator_release(client: Client, node: str, hold: float) -> DelayedAction:
+    """Holds one node's upgrade in `validation-required`: its validator is off (deploy label `false`) until, `hold`
+    seconds after the node reached that state, it is turned back on."""
+    return DelayedAction(
+        lambda: (client.get(Node, node).metadata.labels or {}).get(STATE_LABEL) == "validation-required",
+        lambda: client.patch(Node, node, {"metadata": {"labels": {VALIDATOR_LABEL: "true"}}}),
+        hold)
 
 
 def _validator_off(client: Client, node: str) -> None:
@@ -312,7 +321,7 @@ class TestDriverRollout:
         before = newest_revisions(gpu_nodes.list(ControllerRevision, namespace=NAMESPACE))[DRIVER_APP]
         _validator_off(gpu_nodes, HELD)  # its upgrade waits in validation-required until the release
         rollout_stack.configure(_driver_document(VERSIONS[1], wait=True))
-        watcher, release = RolloutWatcher(gpu_nodes), ValidatorRelease(gpu_nodes, HELD, HOLD)
+        watcher, release = RolloutWatcher(gpu_nodes), validator_release(gpu_nodes, HELD, HOLD)
         watcher.start()
         release.start()
         try:
@@ -326,8 +335,8 @@ class TestDriverRollout:
             watcher.close()
             gpu_nodes.patch(Node, HELD, {"metadata": {"labels": {VALIDATOR_LABEL: "true"}}})
         assert release.error is None, release.error
-        assert release.released_at is not None, f"{HELD} never reached validation-required during up"
-        assert returned >= release.released_at, "up returned while a node was still validating its new driver"
+        assert release.acted_at is not None, f"{HELD} never reached validation-required during up"
+        assert returned >= release.acted_at, "up returned while a node was still validating its new driver"
         assert all(state == "upgrade-done" and newest for state, newest in states.values()), (
             f"`up` returned before the rollout finished: {states}")
         after = newest_revisions(gpu_nodes.list(ControllerRevision, namespace=NAMESPACE))[DRIVER_APP]
@@ -341,7 +350,7 @@ class TestDriverRollout:
         assert watcher.all_done_at is not None and watcher.all_done_at <= returned + 1.0, (
             watcher.all_done_at, returned)
         note(f"engine: driver {VERSIONS[0]} -> {VERSIONS[1]} with waitForDriverRollout: up {up.seconds:.1f} s, "
-             f"{HELD} held in validation-required for {HOLD} s; up returned {returned - release.released_at:.1f} s "
+             f"{HELD} held in validation-required for {HOLD} s; up returned {returned - release.acted_at:.1f} s "
              f"after its release and {returned - watcher.all_done_at:.1f} s after the watcher saw every node "
              f"upgrade-done on the new template ({watcher.samples} samples); DriverRollout finished last")
 
@@ -404,46 +413,21 @@ def mofed_stack(engine: Engine, plane: ControlPlane, ib_nodes: Client) -> Config
     return ConfiguredStack(engine.stack(project, "mofed"), plane.admin_kubeconfig.read_text())
 
 
-class MofedFlipper(threading.Thread):
-    """The Network Operator's part: once the NicClusterPolicy exists, after `delay` seconds, MOFED is ready on
-    every IB node (`mofed.wait=false`). Bounded: gives up after `timeout`; `close()` stops and joins it."""
+def mofed_flipper(client: Client, delay: float) -> DelayedAction:
+    """The Network Operator's part: once the NicClusterPolicy exists, after `delay` seconds, MOFED is ready on every
+    IB node (`mofed.wait=false`)."""
 
-    def __init__(self, client: Client, delay: float, timeout: float = 240) -> None:
-        super().__init__(daemon=True)
-        self.client, self.delay, self.timeout = client, delay, timeout
-        self.halt = threading.Event()
-        self.policy_seen_at: float | None = None
-        self.flipped_at: float | None = None
-        self.error: BaseException | None = None
+    def flip() -> None:
+        for name in IB_NODES:
+            _set_wait(client, name, "false")
 
-    def run(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        while self.policy_seen_at is None:
-            if self.halt.wait(0.25) or time.monotonic() > deadline:
-                return
-            try:
-                if list(self.client.list(NicClusterPolicy)):
-                    self.policy_seen_at = time.monotonic()
-            except Exception:  # noqa: BLE001, S112 - the chart's CRD is not there yet (a plain 404): list again
-                continue
-        if self.halt.wait(self.delay):
-            return
-        try:
-            for name in IB_NODES:
-                _set_wait(self.client, name, "false")
-            self.flipped_at = time.monotonic()
-        except Exception as error:  # noqa: BLE001 - reported by the test
-            self.error = error
-
-    def close(self) -> None:
-        self.halt.set()
-        self.join(timeout=15)
+    return DelayedAction(lambda: bool(list(client.list(NicClusterPolicy))), flip, delay)
 
 
 class TestMofedReadiness:
     def test_up_waits_until_every_ib_node_has_mofed(self, mofed_stack: ConfiguredStack, ib_nodes: Client) -> None:
         mofed_stack.configure(_mofed_document())
-        flipper = MofedFlipper(ib_nodes, delay=8)
+        flipper = mofed_flipper(ib_nodes, delay=8)
         started = time.monotonic()
         flipper.start()
         try:
@@ -452,16 +436,16 @@ class TestMofedReadiness:
         finally:
             flipper.close()
         assert flipper.error is None, flipper.error
-        assert flipper.flipped_at is not None, "the NicClusterPolicy never appeared, or up returned before the flip"
-        assert returned >= flipper.flipped_at, "up returned before MOFED was ready on every IB node"
+        assert flipper.acted_at is not None, "the NicClusterPolicy never appeared, or up returned before the flip"
+        assert returned >= flipper.acted_at, "up returned before MOFED was ready on every IB node"
         [mofed] = [s for s in up.steps if s.type == DYNAMIC_TYPE and s.name.endswith("-mofed-ready")]
         assert mofed.op == "create"
         waited = up.finished.index(mofed.urn)
         operator = [i for i, urn in enumerate(up.finished) if "GpuOperand$kubernetes:apps/v1:DaemonSet::" in urn]
         assert operator and min(operator) > waited, "the GPU operator's DaemonSets were created before the wait"
         note(f"engine: network with waitForMofed: up {up.seconds:.1f} s; NicClusterPolicy after "
-             f"{flipper.policy_seen_at - started:.1f} s, MOFED flipped ready {flipper.delay:.0f} s later, up returned "
-             f"{returned - flipper.flipped_at:.1f} s after the flip; the GPU operator after the wait")
+             f"{flipper.seen_at - started:.1f} s, MOFED flipped ready {flipper.delay:.0f} s later, up returned "
+             f"{returned - flipper.acted_at:.1f} s after the flip; the GPU operator after the wait")
 
     def test_a_policy_change_waits_again_and_fails_naming_the_waiting_node(
         self, mofed_stack: ConfiguredStack, ib_nodes: Client
