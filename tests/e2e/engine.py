@@ -237,29 +237,20 @@ class Engine:
                                f"{result.stderr[-3000:]}")
         return result
 
-    def project(self, name: str, program: Path, *, runtime: str = "python", description: str = "",
-                settings: Mapping[str, Any] | None = None, copy: bool = False) -> Path:
-        """A project folder for `program` (a folder): linked in as `program/` (copied with `copy`), with the e2e
-        virtualenv for Python, stack files under `config/` and `pulumi:disable-default-providers` as our stacks
-        set it (a resource without an explicit provider is an error, never the ambient cluster)."""
+    def project(self, name: str, program: Path) -> Path:
+        """A project folder for the Python `program` (a folder), linked in as `program/`, with the e2e virtualenv,
+        stack files under `config/` and `pulumi:disable-default-providers` as our stacks set it (a resource without
+        an explicit provider is an error, never the ambient cluster)."""
         folder = self.projects / name
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        if copy:
-            shutil.copytree(program, folder / "program", symlinks=True,
-                            ignore=shutil.ignore_patterns("node_modules", "venv", "__pycache__", "Pulumi.*.yaml"))
-        else:
-            (folder / "program").symlink_to(program, target_is_directory=True)
-        runtime_settings: dict[str, Any] = {"name": runtime}
-        if runtime == "python":
-            runtime_settings["options"] = {"toolchain": "pip", "virtualenv": str(E2E_VENV)}
+        (folder / "program").symlink_to(program, target_is_directory=True)
         document: dict[str, Any] = {
-            "name": name, "description": description or name, "runtime": runtime_settings, "main": "program/",
-            "stackConfigDir": "config",
+            "name": name, "description": name, "main": "program/", "stackConfigDir": "config",
+            "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(E2E_VENV)}},
             "config": {"pulumi:disable-default-providers": {"value": ["kubernetes"]}},
         }
-        document.update(settings or {})
         (folder / "Pulumi.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
         (folder / "config").mkdir()
         return folder
