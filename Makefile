@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image
+.PHONY: setup test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image gpu-check
 
 setup: $(STAMP)
 
@@ -66,6 +66,19 @@ e2e: e2e-venv policy-venv
 ## and set agents.image, or let the stack build and push it (agents.build).
 image:
 	./tools/build-image.sh $(IMAGE)
+
+## On a machine with an NVIDIA GPU: `GPU_REQUIRED=1 pytest -m gpu`, then each agent against the real driver compared
+## with nvidia-smi, into one report (gpu-check/gpu-check.md and .json); fails with "no NVIDIA driver: ..." elsewhere.
+## Offline: WHEELS=<dir> installs the Python dependencies from wheels brought along (README, "GPU check").
+gpu-check:
+ifdef WHEELS
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --no-index --find-links $(WHEELS) -e '.[test]'
+	touch $(STAMP)
+else
+	$(MAKE) setup
+endif
+	$(PY) -m tests.gpu --output gpu-check
 
 ## Benchmarks, reported against baselines measured in the same run.
 bench: setup

@@ -5,17 +5,21 @@ of the latest snapshot, so serving a scrape is a dictionary lookup and one socke
 alive (HTTP/1.1, as Prometheus scrapes), each on its own daemon thread; the response goes out in a single write
 with Nagle's algorithm off, so a scrape is never held back by delayed ACKs. An empty host listens on every
 interface, IPv6 and IPv4 where the node has both.
+
+The request side is read here on `socketserver` rather than through `http.server`: a scrape needs only the
+request line and the end of the headers, and `http.server` loads `http.client`, `email` and `ssl` (about 6 MiB
+resident in every agent; `tests/bench/test_exporter_memory_bench.py`).
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import socketserver
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
 from gpu_operator.agents.exposition.address import ListenAddress
@@ -40,6 +44,10 @@ _HTML = "text/html; charset=utf-8"
 _IDLE_TIMEOUT = 120
 #: How often the accept loop checks whether it should stop (bounds how long `stop()` takes).
 _SHUTDOWN_POLL = 0.1
+#: The longest request line or header line read (as Go's and Python's servers, 64 KiB).
+_MAX_LINE = 65536
+#: The most header lines one request may carry.
+_MAX_HEADERS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,38 +89,98 @@ def landing_route(title: str, links: Mapping[str, str]) -> Route:
     return lambda: response
 
 
-def _head(response: Response) -> bytes:
+def _head(response: Response, *, close: bool = False) -> bytes:
     status = HTTPStatus(response.status)
+    extra = "Allow: GET, HEAD\r\n" if status is HTTPStatus.METHOD_NOT_ALLOWED else ""
+    extra += "Connection: close\r\n" if close else ""
     return (
         f"HTTP/1.1 {status.value} {status.phrase}\r\n"
         f"Content-Type: {response.content_type}\r\n"
         f"Content-Length: {len(response.body)}\r\n"
-        "X-Content-Type-Options: nosniff\r\n\r\n"
+        f"{extra}X-Content-Type-Options: nosniff\r\n\r\n"
     ).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+@dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    path: str
+    keep_alive: bool
+
+
+class _BadRequest(Exception):
+    """The client sent something that is not an HTTP/1.x request; answered with 400 and the connection closed."""
+
+
+_BAD_REQUEST = Response(HTTPStatus.BAD_REQUEST, b"400 bad request\n")
+_NOT_ALLOWED = Response(HTTPStatus.METHOD_NOT_ALLOWED, b"405 method not allowed\n")
+
+
+def _read_line(stream: socketserver.StreamRequestHandler) -> bytes:
+    line = stream.rfile.readline(_MAX_LINE + 1)
+    if len(line) > _MAX_LINE:
+        raise _BadRequest("line too long")
+    return line
+
+
+def _read_request(stream: socketserver.StreamRequestHandler) -> _Request | None:
+    """The next request on the connection, or None when the client closed it (or sent only blank lines)."""
+    line = _read_line(stream)
+    while line in (b"\r\n", b"\n"):  # RFC 9112 2.2: a server may ignore empty lines before the request line
+        line = _read_line(stream)
+    if not line:
+        return None
+    parts = line.decode("latin-1").split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(f"request line {line[:80]!r}")
+    method, target, version = parts
+    connection = ""
+    for _ in range(_MAX_HEADERS + 1):
+        header = _read_line(stream)
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, sep, value = header.decode("latin-1").partition(":")
+        if not sep:
+            raise _BadRequest(f"header line {header[:80]!r}")
+        if name.strip().lower() == "connection":
+            connection = value.strip().lower()
+    else:
+        raise _BadRequest("too many headers")
+    keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+    return _Request(method, target.split("?", 1)[0], keep_alive)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One connection: answers GET and HEAD on the routes until the client closes it or stays idle too long."""
+
     timeout = _IDLE_TIMEOUT
+    disable_nagle_algorithm = True
     routes: Mapping[str, Route] = {}
 
-    def _respond(self, with_body: bool) -> None:
-        route = self.routes.get(self.path.split("?", 1)[0])
-        response = _NOT_FOUND if route is None else route()
-        self.wfile.write(_head(response) + response.body if with_body else _head(response))
+    def handle(self) -> None:
+        try:
+            while (request := _read_request(self)) is not None:
+                self._answer(request)
+                if not request.keep_alive:
+                    return
+        except _BadRequest as bad:
+            _log.debug("%s: bad request: %s", self.client_address[0], bad)
+            self.wfile.write(_head(_BAD_REQUEST, close=True) + _BAD_REQUEST.body)
+        except (TimeoutError, ConnectionError):
+            return
 
-    def do_GET(self) -> None:
-        self._respond(with_body=True)
+    def _answer(self, request: _Request) -> None:
+        if request.method not in ("GET", "HEAD"):
+            response = _NOT_ALLOWED
+        else:
+            route = self.routes.get(request.path)
+            response = _NOT_FOUND if route is None else route()
+        _log.debug("%s %s %s %d", self.client_address[0], request.method, request.path, response.status)
+        head = _head(response, close=not request.keep_alive)
+        self.wfile.write(head if request.method == "HEAD" else head + response.body)
 
-    def do_HEAD(self) -> None:
-        self._respond(with_body=False)
 
-    def log_message(self, format: str, *args: object) -> None:
-        _log.debug("%s %s", self.address_string(), format % args)
-
-
-class _Server(ThreadingHTTPServer):
+class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
@@ -132,7 +200,7 @@ class _IPv6Server(_Server):
     address_family = socket.AF_INET6
 
 
-def _bind(address: ListenAddress, handler: type[BaseHTTPRequestHandler]) -> _Server:
+def _bind(address: ListenAddress, handler: type[_Handler]) -> _Server:
     if address.host:
         server_class = _IPv6Server if ":" in address.host else _Server
         return server_class((address.host, address.port), handler)

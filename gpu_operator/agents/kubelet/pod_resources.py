@@ -9,31 +9,33 @@ grouped by resource name (`nvidia.com/gpu` with GPU UUIDs or `<UUID>::<replica>`
 
 A missing socket is not an error - the node simply has no kubelet API to ask (or it is not mounted), and the
 caller leaves its series without pod labels, as dcgm-exporter does. A failing call raises
-:class:`PodResourcesError`. The gRPC channel is kept between calls and reconnects by itself after a kubelet
-restart, which recreates the socket at the same path.
+:class:`PodResourcesError`. Each call dials the socket afresh, as dcgm-exporter does every collection, so a
+kubelet restart (which recreates the socket at the same path) needs nothing from us.
+
+The call is real gRPC over HTTP/2 (:mod:`.grpc_unary`) and the answer is read straight from the protobuf wire
+format (:mod:`.wire`): the exporter, the only caller, loads neither grpcio nor the protobuf runtime, which would
+otherwise be most of its resident memory (`tests/bench/test_exporter_memory_bench.py`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-import grpc
-
-from gpu_operator.agents.kubelet import podresources_pb2, podresources_pb2_grpc
+from gpu_operator.agents.kubelet.grpc_unary import GRPC_STATUS_NAMES, GrpcCallError, unary_call
+from gpu_operator.agents.kubelet.wire import WireError, pod_resources
 
 __all__ = [
     "DEFAULT_POD_RESOURCES_SOCKET",
     "DEFAULT_TIMEOUT",
+    "LIST_METHOD",
     "MAX_RESPONSE_BYTES",
     "AllocatedDevices",
     "PodResourcesClient",
     "PodResourcesError",
     "PodResourcesSource",
-    "flatten",
 ]
 
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
@@ -41,6 +43,10 @@ DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_TIMEOUT = 10.0
 #: Dense MIG nodes answer with more than gRPC's default 4 MiB; dcgm-exporter allows 16 MiB.
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+#: The gRPC method: package `v1`, service `PodResourcesLister`, method `List`.
+LIST_METHOD = "/v1.PodResourcesLister/List"
+#: A serialized `ListPodResourcesRequest`: the message has no fields.
+_EMPTY_REQUEST = b""
 
 
 class PodResourcesError(Exception):
@@ -64,16 +70,6 @@ class PodResourcesSource(Protocol):
     def list_devices(self) -> tuple[AllocatedDevices, ...] | None: ...
 
 
-def flatten(response: podresources_pb2.ListPodResourcesResponse) -> tuple[AllocatedDevices, ...]:
-    """One entry per (pod, container, resource), in the kubelet's order."""
-    return tuple(
-        AllocatedDevices(pod.name, pod.namespace, container.name, devices.resource_name, tuple(devices.device_ids))
-        for pod in response.pod_resources
-        for container in pod.containers
-        for devices in container.devices
-    )
-
-
 def _is_socket(path: str) -> bool:
     """True for a unix socket; False when nothing is there; PodResourcesError for anything else."""
     try:
@@ -88,45 +84,32 @@ def _is_socket(path: str) -> bool:
 
 
 class PodResourcesClient:
-    """`List` over the kubelet's unix socket; thread-safe, one channel for the client's lifetime."""
+    """`List` over the kubelet's unix socket; thread-safe (each call has its own connection)."""
 
     def __init__(self, socket_path: str = DEFAULT_POD_RESOURCES_SOCKET, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not os.path.isabs(socket_path):
             raise PodResourcesError(f"pod-resources kubelet socket path {socket_path!r} must be absolute")
         self._path = socket_path
         self._timeout = timeout
-        self._channel: grpc.Channel | None = None
-        self._stub: podresources_pb2_grpc.PodResourcesListerStub | None = None
-        self._lock = threading.Lock()
 
     @property
     def socket_path(self) -> str:
         return self._path
 
-    def _lister(self) -> podresources_pb2_grpc.PodResourcesListerStub:
-        with self._lock:
-            if self._stub is None:
-                options = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
-                self._channel = grpc.insecure_channel(f"unix://{self._path}", options=options)
-                self._stub = podresources_pb2_grpc.PodResourcesListerStub(self._channel)
-            return self._stub
-
     def list_devices(self) -> tuple[AllocatedDevices, ...] | None:
         """Every device allocation on the node, or None when the kubelet socket is absent."""
         if not _is_socket(self._path):
             return None
-        request = podresources_pb2.ListPodResourcesRequest()
         try:
-            response = self._lister().List(request, timeout=self._timeout)
-        except grpc.RpcError as error:
-            code = error.code() if isinstance(error, grpc.Call) else None
-            detail = error.details() if isinstance(error, grpc.Call) else str(error)
-            raise PodResourcesError(f"pod-resources List on {self._path} failed ({code}): {detail}") from error
-        return flatten(response)
+            answer = unary_call(self._path, LIST_METHOD, _EMPTY_REQUEST, timeout=self._timeout,
+                                max_response=MAX_RESPONSE_BYTES)
+        except GrpcCallError as error:
+            code = None if error.status is None else GRPC_STATUS_NAMES.get(error.status, str(error.status))
+            raise PodResourcesError(f"pod-resources List on {self._path} failed ({code}): {error}") from error
+        try:
+            return tuple(AllocatedDevices(*group) for group in pod_resources(answer))
+        except WireError as error:
+            raise PodResourcesError(f"pod-resources List on {self._path}: malformed answer: {error}") from error
 
     def close(self) -> None:
-        with self._lock:
-            if self._channel is not None:
-                self._channel.close()
-            self._channel = None
-            self._stub = None
+        """Nothing is held between calls; kept so callers can release any source the same way."""

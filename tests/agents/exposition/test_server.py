@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import http.client
+import re
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -82,6 +85,52 @@ def test_connections_are_kept_alive_and_head_has_no_body(server: ExpositionServe
     response = connection.getresponse()
     assert response.status == 200 and response.read() == b""
     connection.close()
+
+
+def exchange(server: ExpositionServer, raw: bytes) -> bytes:
+    """Send raw bytes on a fresh connection and read until the server closes it."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(raw)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_other_methods_get_405_with_allow(server: ExpositionServer) -> None:
+    answer = exchange(server, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 405 Method Not Allowed\r\n")
+    assert b"Allow: GET, HEAD\r\n" in answer and b"Connection: close\r\n" in answer
+
+
+@pytest.mark.parametrize("raw", [b"hello\r\n\r\n", b"GET /metrics SPDY/3\r\n\r\n",
+                                 b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
+                                 b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n"])
+def test_malformed_requests_get_400_and_the_connection_closes(server: ExpositionServer, raw: bytes) -> None:
+    answer = exchange(server, raw)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b"Connection: close\r\n" in answer
+
+
+def test_http_1_0_and_connection_close_end_the_connection_after_one_answer(server: ExpositionServer) -> None:
+    for raw in (b"GET /metrics HTTP/1.0\r\n\r\n", b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n"):
+        answer = exchange(server, raw + raw)  # the second request is never answered
+        assert answer.count(b"HTTP/1.1 200 OK") == 1 and answer.endswith(BODY)
+
+
+def test_pipelined_requests_are_answered_in_order(server: ExpositionServer) -> None:
+    answer = exchange(server, b"GET /health HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n"
+                              b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answer) == [b"200", b"404", b"200"]
+    assert answer.endswith(BODY)
+
+
+def test_serving_loads_no_http_client_email_or_ssl() -> None:
+    """A scrape needs the request line and the end of the headers; `http.server` would load `http.client`, `email`
+    and `ssl` (about 6 MiB resident in every agent)."""
+    program = ("import sys; from gpu_operator.agents.exposition import server; "
+               "print(sorted(m for m in ('ssl', 'http.client', 'http.server', 'email') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_new_holder_is_unhealthy_until_the_first_collection() -> None:
