@@ -11,7 +11,9 @@ operands are paused and starts them again once the new layout is in place; so do
 * a service that will not stop is an error: the ones already stopped are started again and the
   reconfiguration fails without touching the GPUs;
 * afterwards the remembered services are started in the order they were stopped, also when the change
-  failed; a service that does not start is reported, after every other one was tried.
+  failed; a service that does not start is reported, after every other one was tried;
+* when the MIG mode changes, the kubelet unit (`HOST_KUBELET_SYSTEMD_SERVICE`, `kubelet.service`) is stopped
+  last and started last, as NVIDIA's mig-manager adds it to the clients for a mode change.
 
 The clients file (`GPU_CLIENTS_FILE`, ConfigMap `default-gpu-clients`) is `version: v1` and `systemd-services`,
 a list of unit names; without one the default list of :mod:`gpu_operator.mig.clients` applies.
@@ -20,6 +22,7 @@ a list of unit names; without one the default list of :mod:`gpu_operator.mig.cli
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,9 +84,10 @@ class HostGpuClients:
     def _running(self, service: str) -> bool:
         return any(self._systemctl("-q", state, service)[0] == 0 for state in ("is-active", "is-failed"))
 
-    def stop(self) -> None:
-        """Stop every running client; on a failure, start the ones stopped so far again and raise."""
-        for service in self.services:
+    def stop(self, also: Sequence[str] = ()) -> None:
+        """Stop every running client, then the units in `also` (the kubelet across a MIG mode change, as NVIDIA
+        does); on a failure, start the ones stopped so far again and raise."""
+        for service in dict.fromkeys((*self.services, *also)):
             if not self._running(service):
                 _log.info("host GPU client %s is not running; left alone", service)
                 continue

@@ -1,10 +1,14 @@
 """One MIG reconfiguration of a node, driven by its `nvidia.com/mig.config` label.
 
-The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already match, `success`. Otherwise set
-`nvidia.com/mig.config.state=pending`, pause the GPU operands by setting their `nvidia.com/gpu.deploy.*` labels to
-`paused-for-mig-change` (labels that are `false` stay `false`; `gpu.deploy.client` only when present), wait for
-their pods to leave the node, delete the CUDA and device-plugin validator pods, stop the host's GPU clients when
-`WITH_SHUTDOWN_HOST_GPU_CLIENTS` asks for it (:mod:`.host_clients`), then apply: destroy every
+The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already match, `success`. GPUs that
+are not MIG-capable are left out where the config says `devices: all` (or disables MIG on them); enabling MIG on
+one by index is an error. Otherwise set `nvidia.com/mig.config.state=pending`, pause the GPU operands by setting
+their `nvidia.com/gpu.deploy.*` labels to `paused-for-mig-change` (labels that are `false` stay `false`;
+`gpu.deploy.client` only when present), wait for their pods to leave the node (the operands' own pods by their
+`app` label, and in every namespace the DaemonSet pods whose node selector names `nvidia.com/gpu.deploy.client`;
+a pod still Terminating counts as there), delete the CUDA and device-plugin validator pods, stop the host's GPU
+clients when `WITH_SHUTDOWN_HOST_GPU_CLIENTS` asks for it (:mod:`.host_clients`; with the kubelet among them
+when the MIG mode changes, then a pause for the driver to let go of the GPUs), then apply: destroy every
 compute and GPU instance, set the MIG mode, create the new instances, then refresh CDI when it is on
 (:mod:`.cdi`) and start the host clients again (on the failure paths too). On success the operator validator pod is
 deleted (so it revalidates), the labels go back to `true` and the state to `success`. A MIG mode that stays
@@ -28,11 +32,12 @@ from gpu_operator.agents.kube.client import KubeClient
 from gpu_operator.agents.kube.errors import KubeError, NotFound
 from gpu_operator.agents.kube.resources import NODES, PODS
 from gpu_operator.agents.mig_manager.cdi import CdiError
-from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, MigPartedConfig, select
+from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, MigPartedConfig, matches, select
 from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError, MigModePending
 from gpu_operator.agents.mig_manager.host_clients import HostClientsError, HostGpuClients
 
 __all__ = [
+    "CLIENT_LABEL",
     "CONFIG_LABEL",
     "DEPLOY_LABELS",
     "PAUSED",
@@ -60,9 +65,17 @@ DEPLOY_LABELS: dict[str, str | None] = {
 }
 #: Labels paused only when present on the node.
 _ONLY_IF_PRESENT = frozenset({"nvidia.com/gpu.deploy.client"})
+#: The node-selector key of third-party GPU clients' DaemonSets, whose pods are waited for in every namespace.
+CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
 #: Validator pods deleted before the change, and the one deleted after it (on DRA pools, its `-dra` twin).
 _VALIDATORS_BEFORE = ("nvidia-cuda-validator", "nvidia-device-plugin-validator")
 _VALIDATOR_AFTER = "nvidia-operator-validator,nvidia-operator-validator-dra"
+
+
+def _pod_name(pod: Mapping[str, object]) -> str:
+    metadata = pod.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
 
 
 class ReconfigureFailed(Exception):
@@ -71,14 +84,18 @@ class ReconfigureFailed(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The node, the operands' namespace, how long to wait for their pods, and whether a reboot may finish a mode
-    change that a GPU reset did not (`WITH_REBOOT`)."""
+    """The node, the operands' namespace, how long to wait for their pods, whether a reboot may finish a mode
+    change that a GPU reset did not (`WITH_REBOOT`), the host's kubelet unit stopped with the host GPU clients
+    across a MIG mode change (`HOST_KUBELET_SYSTEMD_SERVICE`; empty: never), and how long to let the driver
+    settle after the host clients stopped before a mode change (NVIDIA waits 30 s)."""
 
     node: str
     namespace: str
     pod_timeout: float = 300.0
     poll_interval: float = 2.0
     with_reboot: bool = False
+    kubelet_service: str = "kubelet.service"
+    host_clients_settle: float = 30.0
 
 
 class Reconfigurer:
@@ -146,16 +163,30 @@ class Reconfigurer:
             PODS, self._settings.namespace, labels={"app": apps}, fields={"spec.nodeName": self._settings.node}
         )
 
+    def _client_pods(self) -> list[dict[str, object]]:
+        """Pods on this node, in any namespace, that a DaemonSet selecting on `CLIENT_LABEL` controls."""
+        found = []
+        for pod in self._kube.list(PODS, None, fields={"spec.nodeName": self._settings.node}):
+            metadata = pod.get("metadata") or {}
+            owners = metadata.get("ownerReferences") or []
+            controller = next((o for o in owners if o.get("controller")), None)
+            if controller is None or controller.get("kind") != "DaemonSet":
+                continue
+            if CLIENT_LABEL in ((pod.get("spec") or {}).get("nodeSelector") or {}):
+                found.append(pod)
+        return found
+
     def _wait_for_operands(self, paused: Mapping[str, str]) -> None:
+        """Until the paused operands' pods and the GPU clients' DaemonSet pods have left the node (Terminating
+        ones included), or `pod_timeout` passes."""
         apps = [app for label, app in DEPLOY_LABELS.items() if app is not None and label in paused]
-        if not apps:
-            return
         deadline = self._clock() + self._settings.pod_timeout
         while True:
-            pods = self._node_pods(apps)
-            remaining = [str((p.get("metadata") or {}).get("name")) for p in pods]  # type: ignore[union-attr]
+            pods = (self._node_pods(apps) if apps else []) + self._client_pods()
+            remaining = [_pod_name(pod) for pod in pods]
             if not remaining:
                 return
+            _log.info("waiting for %d GPU client pod(s) to leave the node: %s", len(remaining), ", ".join(remaining))
             if self._clock() >= deadline:
                 raise ReconfigureFailed(
                     f"operand pods still on the node after {self._settings.pod_timeout:g}s: "
@@ -173,14 +204,19 @@ class Reconfigurer:
     # -- the GPUs ------------------------------------------------------------------------------------------
 
     def _plan(self, name: str, gpus: list[GpuMigState]) -> dict[int, GpuLayout]:
-        plan = select(self._config, name, [(g.index, g.pci_id) for g in gpus])
+        """The layout per MIG-capable GPU. A GPU that is not MIG-capable is skipped where a layout matches it by
+        `devices: all` or leaves MIG off; a layout that enables MIG on it by index is an error."""
+        ids = [(g.index, g.pci_id) for g in gpus]
         by_index = {g.index: g for g in gpus}
-        for index, layout in plan.items():
+        for layout, index in matches(self._config, name, ids):
             gpu = by_index[index]
-            if not gpu.capable and layout.enabled:
+            if not gpu.capable and layout.devices != "all" and layout.mig_enabled:
                 raise MigConfigError(
                     f"config {name!r} enables MIG on GPU {index} ({gpu.pci_id}), which is not MIG-capable"
                 )
+        plan = {i: layout for i, layout in select(self._config, name, ids).items() if by_index[i].capable}
+        for index, layout in plan.items():
+            gpu = by_index[index]
             if layout.devices:
                 offered = self._hardware.device_profiles(index)
                 unknown = sorted(set(layout.devices) - set(offered))
@@ -189,7 +225,7 @@ class Reconfigurer:
                         f"config {name!r}: GPU {index} ({gpu.pci_id}) has no MIG profile {', '.join(unknown)}; "
                         f"it offers {', '.join(offered)}"
                     )
-        return {i: layout for i, layout in plan.items() if by_index[i].capable}
+        return plan
 
     @staticmethod
     def _mode_change(plan: Mapping[int, GpuLayout], gpus: list[GpuMigState]) -> bool:
@@ -248,6 +284,7 @@ class Reconfigurer:
             labels = self._labels()
         except KubeError as error:
             _log.error("cannot read node %s: %s", self._settings.node, error)
+            self._try_failed(f"cannot read the node's labels: {error}")
             return "failed"
         if self._matches(plan, gpus):
             self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
@@ -257,7 +294,12 @@ class Reconfigurer:
             self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
             self._set_state("failed", f"the MIG mode of {name!r} is still pending after the reboot")
             return "failed"
-        self._set_state("pending")
+        mode_change = self._mode_change(plan, gpus)
+        try:
+            self._set_state("pending")
+        except KubeError as error:
+            self._try_failed(f"cannot set {STATE_LABEL}=pending: {error}")
+            return "failed"
         paused: dict[str, str] = {}
         try:
             paused = self._pause(labels)
@@ -265,7 +307,10 @@ class Reconfigurer:
             for app in _VALIDATORS_BEFORE:
                 self._delete_pods(app)
             if self._clients is not None:
-                self._clients.stop()
+                kubelet = self._settings.kubelet_service
+                self._clients.stop(also=(kubelet,) if mode_change and kubelet else ())
+                if mode_change:
+                    self._sleep(self._settings.host_clients_settle)
             try:
                 self._apply(plan, gpus)
             except MigModePending as error:
@@ -300,6 +345,12 @@ class Reconfigurer:
         self._restore(paused)
         self._set_state("success")
         return "success"
+
+    def _try_failed(self, reason: str) -> None:
+        try:
+            self._set_state("failed", reason)
+        except KubeError as error:
+            _log.error("cannot set %s=failed on node %s: %s", STATE_LABEL, self._settings.node, error)
 
     def _restore(self, paused: Mapping[str, str]) -> None:
         if paused:

@@ -51,3 +51,22 @@ def test_select_by_filter_and_index() -> None:
     }
     with pytest.raises(MigConfigError, match="no MIG config named 'other'.*defines mixed"):
         select(config, "other", [(0, A100_80)])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}\n",
+         r"mig-configs\.a\.0\.mig-devices: required when mig-enabled is true \(write 'mig-devices: \{\}'"),
+        ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false}, "
+         "{devices: [0], mig-enabled: false, mig-devices: {1g.10gb: 7}}]}\n",
+         r"mig-configs\.a\.1\.mig-devices: must be empty when mig-enabled is false"),
+    ],
+)
+def test_mig_enabled_and_mig_devices_must_agree(text: str, message: str) -> None:
+    """NVIDIA/mig-parted v0.15.0 api/spec/v1/spec.go `MigConfigSpec.UnmarshalJSON`: "missing required field
+    'mig-devices' when 'mig-enabled' is true" and "MIG devices included when 'mig-enabled' is false"."""
+    with pytest.raises(MigConfigError, match=message):
+        parse_config(text, "config.yaml")
+    # MIG on with no devices is written with an empty mapping, and is fine
+    parse_config("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, mig-devices: {}}]}\n", "c")

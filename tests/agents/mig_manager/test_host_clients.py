@@ -175,3 +175,55 @@ def test_bad_clients_files_are_named(tmp_path: Path, text: str, message: str) ->
     assert message in str(refused.value) and str(path) in str(refused.value)
     with pytest.raises(HostClientsError, match="cannot read the GPU clients file"):
         load_clients(str(tmp_path / "absent.yaml"))
+
+
+def _kubelet_manager(server: FakeApiServer, library: SimulatedLibrary, tmp_path: Path, systemd: Systemd,
+                     sleeps: list[float], kubelet: str = "kubelet.service") -> Reconfigurer:
+    config = tmp_path / "config.yaml"
+    config.write_text(to_yaml(default_config()))
+    return Reconfigurer(server.client(), MigHardware(library), load_config(config),
+                        Settings(NODE, NAMESPACE, poll_interval=0.01, kubelet_service=kubelet),
+                        host_clients=HostGpuClients(CLIENTS, runner=systemd), sleep=sleeps.append)
+
+
+def test_the_kubelet_stops_last_and_starts_last_across_a_mig_mode_change(
+    server: FakeApiServer, library: SimulatedLibrary, tmp_path: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go `checkMigModeChangeRequired` (with host GPU
+    clients, a needed mode change adds `HostKubeletService`, default `kubelet.service` from cmd/nvidia-mig-manager
+    main.go, after the clients) and `Run` (30 s for the driver after `shutdownHostGPUClients` when the mode
+    changes); `restartHostGPUClients` starts them in the order they were stopped."""
+    systemd = Systemd({**STATES, "kubelet.service": "active"}, library, server)
+    sleeps: list[float] = []
+    before = _layout(library)[0]
+    assert _kubelet_manager(server, library, tmp_path, systemd, sleeps).reconfigure("all-disabled") == "success"
+    disabled = (False, Counter())
+    assert systemd.log == [
+        ("stop", "nvidia-persistenced.service", before, PAUSED),
+        ("stop", "nvidia-dcgm.service", before, PAUSED),
+        ("stop", "kubelet.service", before, PAUSED),
+        ("start", "nvidia-persistenced.service", disabled, PAUSED),
+        ("start", "nvidia-dcgm.service", disabled, PAUSED),
+        ("start", "kubelet.service", disabled, PAUSED),
+    ]
+    assert sleeps == [30.0]
+    # MIG on again (a mode change), then a new layout with MIG staying on: no kubelet stop, no wait for the driver
+    assert _kubelet_manager(server, library, tmp_path, systemd, sleeps).reconfigure("all-enabled") == "success"
+    systemd.log.clear()
+    sleeps.clear()
+    assert _kubelet_manager(server, library, tmp_path, systemd, sleeps).reconfigure("all-1g.10gb") == "success"
+    assert [service for verb, service, _, _ in systemd.log if verb == "stop"] == [
+        "nvidia-persistenced.service", "nvidia-dcgm.service"]
+    assert sleeps == []
+
+
+def test_an_empty_kubelet_service_is_never_stopped(
+    server: FakeApiServer, library: SimulatedLibrary, tmp_path: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go `checkMigModeChangeRequired`: the kubelet is
+    added only when `HostKubeletService` is not empty."""
+    systemd = Systemd({**STATES, "kubelet.service": "active"}, library, server)
+    manager = _kubelet_manager(server, library, tmp_path, systemd, [], kubelet="")
+    assert manager.reconfigure("all-disabled") == "success"
+    assert "kubelet.service" not in [service for _, service, _, _ in systemd.log]
+    assert systemd.states["kubelet.service"] == "active"

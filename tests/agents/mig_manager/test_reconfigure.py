@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import pynvml
 import pytest
 
 from gpu_operator.agents.mig_manager.cdi import MANAGEMENT_SPEC, CdiRefresh
@@ -217,7 +219,7 @@ def test_cdi_refresh_runs_after_apply_and_its_failure_is_failed(
     server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
 ) -> None:
     commands: list[list[str]] = []
-    answers = iter([(0, ""), (0, ""), (1, "permission denied")])
+    answers = iter([(0, ""), (0, ""), (0, ""), (0, ""), (1, "permission denied")])
 
     def runner(command: Sequence[str]) -> tuple[int, str]:
         commands.append(list(command))
@@ -233,6 +235,7 @@ def test_cdi_refresh_runs_after_apply_and_its_failure_is_failed(
     )
     assert manager.reconfigure("all-disabled") == "success"
     assert commands == [
+        ["chroot", "/host/run/nvidia/driver", "nvidia-smi"],
         ["chroot", "/host", "/opt/nvidia/toolkit/nvidia-ctk", "system", "create-device-nodes", "--control-devices",
          "--dev-root=/run/nvidia/driver"],
         ["chroot", "/host", "/opt/nvidia/toolkit/nvidia-ctk", "cdi", "generate", "--mode=management",
@@ -244,3 +247,154 @@ def test_cdi_refresh_runs_after_apply_and_its_failure_is_failed(
     reason = node["metadata"]["annotations"][REASON_ANNOTATION]
     assert "system create-device-nodes failed (1): permission denied" in reason
     assert {k: node["metadata"]["labels"][k] for k in DEPLOY} == DEPLOY
+
+
+CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
+
+
+def _client_pod(name: str, namespace: str, *, node: str = NODE, daemonset: bool = True,
+                selector: str = CLIENT_LABEL) -> dict:
+    """A pod of a third-party GPU client: a DaemonSet's (controller owner reference) selecting on `selector`."""
+    owners = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name.rsplit("-", 1)[0], "uid": "u-1",
+               "controller": True}] if daemonset else []
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": owners},
+        "spec": {"nodeName": node, "nodeSelector": {selector: "true"}},
+    }
+
+
+class SlowDaemonSetController:
+    """The DaemonSet controller and kubelet for the client pods, polled through the manager's sleep: once the
+    node's client label is no longer `true`, each pod of `names` is deleted (Terminating) and goes away only
+    `linger` polls later, or never when `linger` is None. Each poll records the state of the pods and GPU 0."""
+
+    def __init__(self, server: FakeApiServer, library: SimulatedLibrary, names: Sequence[tuple[str, str]],
+                 linger: int | None) -> None:
+        self.server, self.library, self.names, self.linger = server, library, names, linger
+        self.polls: list[tuple[str, tuple[bool, Counter[str]]]] = []
+        self.now = 0.0
+        self._terminating_for = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        labels = _node(self.server)["metadata"]["labels"]
+        present = [(n, ns) for n, ns in self.names if self.server.get("pods", n, ns) is not None]
+        if labels.get(CLIENT_LABEL) != "true" and present:
+            for name, namespace in present:
+                self.server.update("pods", name, namespace,
+                                   lambda pod: pod["metadata"].setdefault("deletionTimestamp", "2026-01-01T00:00:00Z"))
+            self._terminating_for += 1
+            if self.linger is not None and self._terminating_for > self.linger:
+                for name, namespace in present:
+                    self.server.remove("pods", name, namespace)
+        state = "terminating" if present else "gone"
+        self.polls.append((state, _layout(self.library)[0]))
+
+
+def test_waits_for_gpu_client_daemonset_pods_still_terminating(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go `waitForPodsToBeDeleted` and
+    `waitForPodsWithNodeSelector`: after pausing `nvidia.com/gpu.deploy.client`, the MIG layout changes only once
+    no pod on the node, in any namespace, that a DaemonSet controls and whose nodeSelector has that key is left;
+    a pod still Terminating (its deletion not finished) still counts. Other pods are not waited for."""
+    server.update("nodes", NODE, None, lambda node: node["metadata"]["labels"].update({CLIENT_LABEL: "true"}))
+    clients = [("gpu-burn-x1", "workloads"), ("profiler-x2", "monitoring")]
+    for name, namespace in clients:
+        server.add(_client_pod(name, namespace))
+    server.add(_client_pod("gpu-burn-x3", "workloads", node="other-node"))  # another node's
+    server.add(_client_pod("loose-pod", "workloads", daemonset=False))  # not a DaemonSet's
+    server.add(_client_pod("unrelated-x4", "workloads", selector="example.com/other"))  # not a GPU client
+    controller = SlowDaemonSetController(server, library, clients, linger=3)
+    manager = Reconfigurer(server.client(), MigHardware(library), load_config(shipped_config),
+                           Settings(NODE, NAMESPACE, poll_interval=1.0),
+                           sleep=controller.sleep, clock=controller.clock)
+    before = _layout(library)[0]
+    assert manager.reconfigure("all-disabled") == "success"
+    terminating = [layout for state, layout in controller.polls if state == "terminating"]
+    assert len(terminating) == 4 and all(layout == before for layout in terminating)  # nothing changed meanwhile
+    assert _layout(library) == [(False, Counter())] * 8
+    assert _node(server)["metadata"]["labels"][CLIENT_LABEL] == "true"
+    left = sorted(p["metadata"]["name"] for p in server.objects("pods"))
+    assert left == ["gpu-burn-x3", "loose-pod", "unrelated-x4"]
+
+
+def test_a_gpu_client_pod_that_never_goes_fails_without_touching_the_gpus(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go `waitForPodsWithNodeSelector`: the wait is
+    bounded (five minutes); ours then reports `failed` with the pod named and the labels restored."""
+    server.update("nodes", NODE, None, lambda node: node["metadata"]["labels"].update({CLIENT_LABEL: "true"}))
+    server.add(_client_pod("stuck-x1", "workloads"))
+    controller = SlowDaemonSetController(server, library, [("stuck-x1", "workloads")], linger=None)
+    manager = Reconfigurer(server.client(), MigHardware(library), load_config(shipped_config),
+                           Settings(NODE, NAMESPACE, pod_timeout=300.0, poll_interval=5.0),
+                           sleep=controller.sleep, clock=controller.clock)
+    before = _layout(library)
+    assert manager.reconfigure("all-disabled") == "failed"
+    assert _layout(library) == before
+    node = _node(server)
+    assert "workloads/stuck-x1" in node["metadata"]["annotations"][REASON_ANNOTATION]
+    assert node["metadata"]["labels"][CLIENT_LABEL] == "true"
+    assert controller.now >= 300.0
+
+
+class PartlyMigCapable(SimulatedLibrary):
+    """GPU 7 is not MIG-capable: NVML answers NOT_SUPPORTED for its MIG mode and profiles."""
+
+    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]:
+        if handle.index == 7:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return super().nvmlDeviceGetMigMode(handle)
+
+    def nvmlDeviceGetGpuInstanceProfileInfo(self, handle: Any, profile: int, *args: Any) -> Any:
+        if handle.index == 7:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return super().nvmlDeviceGetGpuInstanceProfileInfo(handle, profile, *args)
+
+    def nvmlDeviceSetMigMode(self, handle: Any, mode: int) -> int:
+        assert handle.index != 7, "the MIG mode of a GPU without MIG was set"
+        return super().nvmlDeviceSetMigMode(handle, mode)
+
+
+def test_devices_all_skips_gpus_that_are_not_mig_capable(
+    server: FakeApiServer, shipped_config: Path, tmp_path: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-parted/apply/mode.go and apply/config.go (the walk callbacks) with
+    api/spec/v1/helpers.go `MatchesAllDevices`: a GPU that is not MIG-capable is skipped when the layout matches it
+    by `devices: all`, or leaves MIG off; enabling MIG on it by index is an error."""
+    library = PartlyMigCapable(load_profile("a100-8x-mig"), sleep=lambda _: None)
+    library.nvmlInitWithFlags(0)
+    manager = _reconfigurer(server, library, shipped_config)
+    assert manager.reconfigure("all-3g.40gb") == "success", _node(server)["metadata"].get("annotations")
+    assert manager.reconfigure("all-balanced") == "success", _node(server)["metadata"].get("annotations")
+    assert [g.devices for g in MigHardware(library).gpus()[:7]] == [{"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}] * 7
+    assert not MigHardware(library).gpus()[7].capable
+    config = tmp_path / "by-index.yaml"
+    config.write_text("version: v1\nmig-configs:\n"
+                      "  off-on-7:\n    - {devices: [7], mig-enabled: false}\n"
+                      "  on-7:\n    - {devices: [6, 7], mig-enabled: true, mig-devices: {7g.80gb: 1}}\n")
+    by_index = _reconfigurer(server, library, config)
+    assert by_index.reconfigure("off-on-7") == "success"
+    assert by_index.reconfigure("on-7") == "failed"
+    assert "enables MIG on GPU 7 (0x20B210DE), which is not MIG-capable" in \
+        _node(server)["metadata"]["annotations"][REASON_ANNOTATION]
+
+
+def test_a_node_that_cannot_be_read_is_failed(
+    server: FakeApiServer, library: SimulatedLibrary, shipped_config: Path
+) -> None:
+    """NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go `Run`: when `getCurrentNodeLabels` fails the
+    state is set to `failed` (`setState(migStateFailed)`), not left at its previous value."""
+    server.fail("GET", f"/nodes/{NODE}$", 403, reason="Forbidden")
+    before = _layout(library)
+    assert _reconfigurer(server, library, shipped_config).reconfigure("all-disabled") == "failed"
+    node = _node(server)
+    assert node["metadata"]["labels"][STATE_LABEL] == "failed"
+    assert node["metadata"]["annotations"][REASON_ANNOTATION].startswith("cannot read the node's labels")
+    assert _layout(library) == before
