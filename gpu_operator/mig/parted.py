@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["MigDeviceLayout", "MigPartedConfig", "MIG_PROFILE_PATTERN"]
 
@@ -30,6 +30,18 @@ class MigDeviceLayout(BaseModel):
     devices: Literal["all"] | tuple[int, ...]
     mig_enabled: bool = Field(alias="mig-enabled")
     mig_devices: dict[str, int] = Field(default={}, alias="mig-devices")
+
+    @model_validator(mode="after")
+    def _mode_and_devices(self) -> MigDeviceLayout:
+        """mig-parted's v1 rule (api/spec/v1/spec.go `MigConfigSpec.UnmarshalJSON`): an enabled layout names its
+        devices (`{}` for MIG on with no devices); a disabled one names none."""
+        if self.mig_enabled and "mig_devices" not in self.model_fields_set:
+            raise ValueError("mig-devices: required when mig-enabled is true "
+                             "(write 'mig-devices: {}' for MIG on with no devices)")
+        if not self.mig_enabled and self.mig_devices:
+            raise ValueError("mig-devices: must be empty when mig-enabled is false "
+                             "(remove the devices, or set mig-enabled: true)")
+        return self
 
     @field_validator("device_filter")
     @classmethod

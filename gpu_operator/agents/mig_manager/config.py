@@ -53,23 +53,14 @@ def read_document(text: str, source: str) -> dict[str, Any]:
     return document
 
 
-def _mode_and_devices(document: dict[str, Any]) -> list[str]:
-    """mig-parted's v1 rule between `mig-enabled` and `mig-devices`: an enabled layout names its devices (`{}` for
-    MIG on with no devices); a disabled one names none."""
-    configs = document.get("mig-configs")
-    problems: list[str] = []
-    for name, layouts in (configs.items() if isinstance(configs, dict) else ()):
-        for position, layout in enumerate(layouts if isinstance(layouts, list) else ()):
-            if not isinstance(layout, dict):
-                continue
-            where = f"mig-configs.{name}.{position}.mig-devices"
-            if layout.get("mig-enabled") is True and "mig-devices" not in layout:
-                problems.append(f"{where}: required when mig-enabled is true "
-                                "(write 'mig-devices: {}' for MIG on with no devices)")
-            if layout.get("mig-enabled") is False and layout.get("mig-devices"):
-                problems.append(f"{where}: must be empty when mig-enabled is false "
-                                "(remove the devices, or set mig-enabled: true)")
-    return problems
+def _problem(error: Any) -> str:
+    """One validation error as `path: message`; a rule on a whole layout names its field in the message."""
+    where = ".".join(str(p) for p in error["loc"]) or "(top)"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    field, sep, rest = message.partition(": ")
+    if sep and field in ("mig-devices",):
+        return f"{where}.{field}: {rest}"
+    return f"{where}: {message}"
 
 
 def parse_config(text: str, source: str) -> MigPartedConfig:
@@ -79,8 +70,7 @@ def parse_config(text: str, source: str) -> MigPartedConfig:
     try:
         config = MigPartedConfig.model_validate(document)
     except ValidationError as error:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()]
-    problems += _mode_and_devices(document)
+        problems = [_problem(e) for e in error.errors()]
     if problems or config is None:
         raise MigConfigError(f"{source}: {'; '.join(problems)} (see the mig-parted v1 config format)")
     return config
