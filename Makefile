@@ -3,21 +3,41 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CLI_STAMP := $(VENV)/.installed-cli
+# quiet pip, without its version check, and without setuptools' banner about editable installs (a warning the
+# build backend prints for every `-e .`; it says nothing about this project)
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable install" $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: setup test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image gpu-check
+.PHONY: setup setup-cli test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image gpu-check
 
+## The package with everything: the Pulumi SDKs (components, stacks) and the test extra (`make test`).
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml setup.py
+	@echo "make: [1/3] virtualenv $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "make: [2/3] pip (upgrading the virtualenv's own)"
+	$(PIP_INSTALL) --upgrade pip
+	@echo "make: [3/3] the package with the Pulumi SDKs and the test extra (a first install downloads ~600 MiB)"
+	$(PIP_INSTALL) -e '.[test]'
+	touch $(STAMP) $(CLI_STAMP)
+
+## Only what the command line needs (requirements-cli.txt): no Pulumi or cloud SDKs, no test tools.
+setup-cli: $(CLI_STAMP)
+
+$(CLI_STAMP): pyproject.toml setup.py requirements-cli.txt
+	@echo "make: [1/2] virtualenv $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	@echo "make: [2/2] the package and what its command line needs (requirements-cli.txt; no Pulumi SDKs)"
+	$(PIP_INSTALL) -r requirements-cli.txt
+	$(PIP_INSTALL) --no-deps -e .
+	touch $(CLI_STAMP)
 
 ## Render the built-in default stack (an AKS ND H100 v5 pool with the full operator) into ./rendered/: the
 ## manifests, the pool's AKS agent pool as ARM JSON under rendered/azure/, and a summary of operands and pools
-## (no cluster, cloud or CLI needed).
-run: setup
+## (no cluster, cloud or CLI needed). Installs only what the render needs; `make test` adds the rest.
+run: setup-cli
+	@echo "make: rendering the built-in default stack into rendered/"
 	$(VENV)/bin/gpu-operator render -o rendered --summary
 
 ## Programs some tests drive for real (Prometheus); best effort, tests skip with a message without them.

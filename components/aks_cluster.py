@@ -37,10 +37,43 @@ from gpu_operator.config.aks import AksSpec, parse_aks
 from gpu_operator.render.aks.kubeconfig import decode_kubeconfig, with_kubelogin_mode
 from gpu_operator.render.aks.managed_cluster import managed_cluster_resource
 
-__all__ = ["AksCluster", "AksClusterArgs", "TOKEN", "cluster_identifier"]
+__all__ = [
+    "ADMIN_CREDENTIALS", "AksCluster", "AksClusterArgs", "MissingLookupAnswer", "TOKEN", "USER_CREDENTIALS",
+    "cluster_identifier",
+]
 
 TOKEN = "gpu-operator:index:AksCluster"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+#: The invokes that fetch the cluster's kubeconfigs (what mocks must answer, see README "Testing under mocks").
+ADMIN_CREDENTIALS = "azure-native:containerservice:listManagedClusterAdminCredentials"
+USER_CREDENTIALS = "azure-native:containerservice:listManagedClusterUserCredentials"
+FEATURE_LOOKUP = "azure-native:features:getSubscriptionFeatureRegistration"
+
+
+class MissingLookupAnswer(RuntimeError):
+    """An invoke answered without the field the component reads: under test mocks, `Mocks.call` did not answer it."""
+
+
+def _feature_state(registration: Any) -> str:
+    """The state of a feature registration lookup; an answer without `properties` is named as what it is."""
+    if registration.properties is None:
+        raise MissingLookupAnswer(
+            f"{FEATURE_LOOKUP} answered without `properties` for {INFINIBAND_SUPPORT.name}; Azure always returns "
+            "them, so this is a mock that does not answer the call: answer it in your Mocks.call "
+            "(`properties.state`: Registered), or use GpuMocks from gpu_operator.components.testing"
+        )
+    return str(registration.properties.state)
+
+
+def _kubeconfig(kubeconfigs: Any, credential: str, token: str) -> str:
+    """The decoded kubeconfig of a credential lookup; an answer without `kubeconfigs` is named as what it is."""
+    if kubeconfigs is None:
+        raise MissingLookupAnswer(
+            f"{token} answered without `kubeconfigs` for {credential}; AKS always returns the list, so this is a "
+            "mock that does not answer the call: answer it in your Mocks.call (one base64 kubeconfig in "
+            "`kubeconfigs`), or use GpuMocks from gpu_operator.components.testing"
+        )
+    return decode_kubeconfig([k.value for k in kubeconfigs], credential)
 
 
 class AksClusterArgs(TypedDict):
@@ -143,21 +176,21 @@ class AksCluster(pulumi.ComponentResource):
             resource_group_name=aks.resource_group, resource_name=cluster_name, format="exec", opts=invoke
         )
         user_kubeconfig = user.kubeconfigs.apply(
-            lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster user (exec)")
+            lambda kubeconfigs: _kubeconfig(kubeconfigs, "the cluster user (exec)", USER_CREDENTIALS)
         )
         if aks.credentials == "admin":
             admin = containerservice.list_managed_cluster_admin_credentials_output(
                 resource_group_name=aks.resource_group, resource_name=cluster_name, opts=invoke
             )
             provider = admin.kubeconfigs.apply(
-                lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster admin")
+                lambda kubeconfigs: _kubeconfig(kubeconfigs, "the cluster admin", ADMIN_CREDENTIALS)
             )
         elif aks.credentials == "user":
             plain = containerservice.list_managed_cluster_user_credentials_output(
                 resource_group_name=aks.resource_group, resource_name=cluster_name, opts=invoke
             )
             provider = plain.kubeconfigs.apply(
-                lambda kubeconfigs: decode_kubeconfig([k.value for k in kubeconfigs], "the cluster user")
+                lambda kubeconfigs: _kubeconfig(kubeconfigs, "the cluster user", USER_CREDENTIALS)
             )
         else:
             mode = aks.effective_kubelogin_mode or "azurecli"
@@ -176,7 +209,7 @@ class AksCluster(pulumi.ComponentResource):
                 feature_name=INFINIBAND_SUPPORT.name,
                 opts=pulumi.InvokeOutputOptions(parent=self, provider=azure),
             )
-            return await result.apply(lambda r: r.properties.state if r.properties else None).future()
+            return await result.apply(_feature_state).future()
 
         async def registered(_: str) -> str:
             if not pulumi.runtime.is_dry_run():

@@ -4,7 +4,8 @@
 2. the dra-driver-nvidia-gpu Helm chart (`helm.v4.Chart`, pinned to 0.4.1; every object its own Pulumi
    resource): controller, kubelet plugin on the nodes labelled `nvidia.com/dra-kubelet-plugin=true`,
    DeviceClasses, ComputeDomain CRDs;
-3. `dra.claimTemplates` as ResourceClaimTemplates, after the chart, whose DeviceClasses they name.
+3. `dra.claimTemplates` as ResourceClaimTemplates, after the chart, whose DeviceClasses they name, and after the
+   namespaces `dra.namespaces` asks the stack to create for them (`create`).
 
 Give it `depends_on=[operator]` (GpuCluster does): the kubelet plugin reads the driver the operator installs
 under `/run/nvidia/driver`. The pools' labels (`nvidia.com/gpu.deploy.device-plugin=false` on DRA pools) come
@@ -46,6 +47,7 @@ class DraDriver(pulumi.ComponentResource):
 
     namespace: pulumi.CustomResource
     chart: k8s.helm.v4.Chart
+    claim_namespaces: list[pulumi.CustomResource]
     claim_templates: list[pulumi.CustomResource]
     device_classes: pulumi.Output[list[str]]
     """The DeviceClasses the chart creates, for ResourceClaims to name."""
@@ -65,7 +67,10 @@ class DraDriver(pulumi.ComponentResource):
         self.namespace = register_object(name, rendered.namespace, options())
         spec = rendered.chart
         self.chart = register_chart(name, spec, options(self.namespace))
-        self.claim_templates = [register_object(name, obj, options(self.chart)) for obj in rendered.claim_templates]
+        # namespaces the config asks the stack to create for its claim templates (`existing` ones are the cluster's)
+        self.claim_namespaces = [register_object(name, obj, options()) for obj in rendered.claim_namespaces]
+        self.claim_templates = [register_object(name, obj, options(self.chart, *self.claim_namespaces))
+                                for obj in rendered.claim_templates]
         classes = [cls for cls, on in (("gpus", config.dra.gpus), ("computeDomains", config.dra.compute_domains))
                    if on]
         self.device_classes = pulumi.Output.from_input([c.name for c in DEVICE_CLASSES if c.resources in classes])

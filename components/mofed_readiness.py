@@ -8,8 +8,11 @@ and none is still waiting, or fails the update at `timeoutSeconds` naming the no
 depends on it (the GPU operator, with `network.waitForMofed`) is created only after that.
 
 `pulumi preview` never waits (dynamic providers do not run on preview). A later `pulumi up` with nothing changed
-does not wait again; a change of the NicClusterPolicy (`policyDigest`) or of the expected node count does.
-The polling runs where Pulumi runs, with the stack's kubeconfig (it needs `list` on nodes).
+does not wait again; a change of the NicClusterPolicy (`policyDigest`), of the MOFED driver image it asks for
+(`mofedImage`) or of the expected node count does. Since the label stays `false` while the previous MOFED keeps
+running (the driver DaemonSets update `OnDelete`), a wait with `mofedImage` ends only once every IB node's driver
+pod runs that version (:func:`gpu_operator.readiness.mofed_readiness`). The polling runs where Pulumi runs, with
+the stack's kubeconfig (it needs `list` on nodes, and on pods in the Network Operator's namespace).
 """
 
 from __future__ import annotations
@@ -21,26 +24,50 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from gpu_operator.readiness import MofedNotReady, kubeconfig_node_lister, wait_for_mofed
+from gpu_operator.readiness import (
+    DriverImage,
+    MofedNotReady,
+    kubeconfig_mofed_pod_lister,
+    kubeconfig_node_lister,
+    wait_for_mofed,
+)
 
 __all__ = ["MofedReadiness", "MofedReadinessProvider"]
 
 #: Inputs whose change means "wait again"; the kubeconfig (a rotated credential) does not.
-_WAIT_AGAIN_ON = ("expectedNodes", "policyDigest", "pools", "timeoutSeconds")
+_WAIT_AGAIN_ON = ("expectedNodes", "mofedImage", "policyDigest", "pools", "timeoutSeconds")
+
+
+def _wanted(props: dict[str, Any]) -> DriverImage | None:
+    image = props.get("mofedImage")
+    if not image:
+        return None
+    return DriverImage(str(image["repository"]), str(image["image"]), str(image["version"]))
 
 
 class MofedReadinessProvider(pulumi.dynamic.ResourceProvider):
     """Waits on create and on a relevant update; deleting waits for nothing."""
 
+    def _listers(self, props: dict[str, Any]) -> tuple[Any, Any]:
+        """The node lister and, with a driver image to wait for, the driver pod lister."""
+        nodes = kubeconfig_node_lister(props["kubeconfig"], pools=tuple(props.get("pools") or ()))
+        pods = None
+        if _wanted(props) is not None:
+            pods = kubeconfig_mofed_pod_lister(props["kubeconfig"], str(props["namespace"]))
+        return nodes, pods
+
     def _wait(self, props: dict[str, Any]) -> dict[str, Any]:
-        lister = kubeconfig_node_lister(props["kubeconfig"], pools=tuple(props.get("pools") or ()))
+        list_nodes, list_pods = self._listers(props)
         try:
-            readiness = wait_for_mofed(lister, int(props["expectedNodes"]), float(props["timeoutSeconds"]),
-                                       float(props.get("pollSeconds", 10)))
+            readiness = wait_for_mofed(list_nodes, int(props["expectedNodes"]), float(props["timeoutSeconds"]),
+                                       float(props.get("pollSeconds", 10)), list_pods=list_pods,
+                                       wanted=_wanted(props))
         except MofedNotReady as error:
             raise RuntimeError(f"network.waitForMofed: {error}") from None
         return {
             "expectedNodes": int(props["expectedNodes"]),
+            "mofedImage": props.get("mofedImage"),
+            "namespace": props.get("namespace"),
             "policyDigest": props["policyDigest"],
             "pools": list(props.get("pools") or ()),
             "timeoutSeconds": int(props["timeoutSeconds"]),
@@ -74,7 +101,13 @@ class MofedReadiness(pulumi.dynamic.Resource):
         policy_digest: str,
         timeout_seconds: int,
         opts: pulumi.ResourceOptions | None = None,
+        mofed_image: DriverImage | None = None,
+        namespace: str | None = None,
     ) -> None:
+        """`mofed_image`: the driver the NicClusterPolicy asks for (None with host MOFED), whose pods in
+        `namespace` (the Network Operator's) must run it."""
+        image = None if mofed_image is None else {
+            "repository": mofed_image.repository, "image": mofed_image.image, "version": mofed_image.version}
         super().__init__(
             MofedReadinessProvider(),
             name,
@@ -82,6 +115,8 @@ class MofedReadiness(pulumi.dynamic.Resource):
                 "kubeconfig": pulumi.Output.secret(kubeconfig),
                 "pools": sorted(pools),
                 "expectedNodes": expected_nodes,
+                "mofedImage": image,
+                "namespace": namespace,
                 "policyDigest": policy_digest,
                 "timeoutSeconds": timeout_seconds,
                 "ready": None,

@@ -6,7 +6,9 @@
 3. the NodeFeatureRule labelling InfiniBand VFs (`feature.node.kubernetes.io/pci-15b3.present`), after the
    chart, whose NFD CRDs it needs;
 4. the NicClusterPolicy `nic-cluster-policy`, after the rule (its node affinity keys off that label);
-5. the IPoIB IPPool and IPoIBNetwork, after the policy that installs nv-ipam and the IPoIB CNI.
+5. the IPoIB IPPool and IPoIBNetwork, after the policy that installs nv-ipam and the IPoIB CNI; the IPPool also
+   after a :class:`CrdEstablished` child that waits (with the `kubeconfig` argument) for the IPPool CRD, which
+   the operator creates only when it reconciles the policy.
 
 Give the GPU operator `depends_on=[network_operator]` (GpuCluster does): it is then created once the
 NicClusterPolicy exists, so its driver never starts before the MOFED driver container is scheduled. By default
@@ -32,18 +34,30 @@ import pulumi_kubernetes as k8s
 
 from gpu_operator.components.component_args import required
 from gpu_operator.components.kubernetes_objects import child_options, register_chart, register_object
+from gpu_operator.components.crd_readiness import CrdEstablished
 from gpu_operator.components.mofed_readiness import MofedReadiness
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.readiness import DriverImage
 from gpu_operator.render.network import render_network
 
 __all__ = ["NetworkOperator", "NetworkOperatorArgs", "TOKEN"]
 
 TOKEN = "gpu-operator:index:NetworkOperator"
+#: The nv-ipam IPPool's CRD, which the Network Operator creates at runtime (its chart does not ship it).
+IP_POOL_CRD = "ippools.nv-ipam.nvidia.com"
 
 
 def _digest(obj: Mapping[str, Any]) -> str:
     """A digest of a rendered object's spec: MOFED readiness is waited for again when it changes."""
     return hashlib.sha256(json.dumps(obj.get("spec", {}), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _driver_image(config: GpuStackConfig) -> DriverImage | None:
+    """The DOCA-OFED driver the NicClusterPolicy asks for; None with the host's MOFED (no driver pods)."""
+    if config.network.mofed != "operator":
+        return None
+    image = config.network.ofed_driver.image
+    return DriverImage(image.repository, image.image, image.version)
 
 
 class NetworkOperatorArgs(TypedDict):
@@ -66,6 +80,8 @@ class NetworkOperator(pulumi.ComponentResource):
     nic_cluster_policy: pulumi.CustomResource
     ipoib: list[pulumi.CustomResource]
     mofed_readiness: MofedReadiness | None
+    ip_pool_crd: CrdEstablished | None
+    """With an nv-ipam IPPool and the kubeconfig: created once the IPPool CRD is established; the IPPool waits."""
     """With `network.waitForMofed`: the resource created once MOFED is ready on every InfiniBand node."""
     mofed_ready: pulumi.Output[bool]
     """With `network.waitForMofed`: true once every InfiniBand node reported MOFED ready
@@ -107,15 +123,33 @@ class NetworkOperator(pulumi.ComponentResource):
                 expected_nodes=sum(pool.initial_count for pool in ib_pools),
                 policy_digest=_digest(policy),
                 timeout_seconds=config.network.mofed_timeout_seconds,
+                mofed_image=_driver_image(config),
+                namespace=config.network.namespace,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.nic_cluster_policy],
                                             deleted_with=opts.deleted_with if opts is not None else None),
             )
             self.mofed_ready = self.mofed_readiness.ready
         else:
             self.mofed_ready = self.nic_cluster_policy.id.apply(lambda _: False)
+        self.ip_pool_crd = None
+        if any(obj["kind"] == "IPPool" for obj in rendered.ipoib):
+            if kubeconfig is not None:
+                self.ip_pool_crd = CrdEstablished(
+                    f"{name}-ippool-crd", kubeconfig, IP_POOL_CRD,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[self.nic_cluster_policy],
+                                                deleted_with=opts.deleted_with if opts is not None else None))
+            else:
+                pulumi.log.warn(
+                    f"the IPPool waits for its CRD ({IP_POOL_CRD}, which the Network Operator creates once it "
+                    "reconciles the NicClusterPolicy) only through the Kubernetes provider's create retries, about "
+                    "31 s: pass args['kubeconfig'] so the IPPool is created once the CRD is established",
+                    resource=self)
         self.ipoib = []
         for obj in rendered.ipoib:
-            self.ipoib.append(register_object(name, obj, options(self.nic_cluster_policy, *self.ipoib)))
+            after = [self.nic_cluster_policy, *self.ipoib]
+            if obj["kind"] == "IPPool" and self.ip_pool_crd is not None:
+                after.append(self.ip_pool_crd)
+            self.ipoib.append(register_object(name, obj, options(*after)))
         network = config.network
         resources = [
             plugin.resource

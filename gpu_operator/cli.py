@@ -7,7 +7,7 @@
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
     gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
 
-Without `-f`, `render` uses the built-in default stack. `-f` also takes a Pulumi stack file
+Without `-f`, `render` uses the built-in default stack; `-f -` reads the document from standard input. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
 without the Pulumi CLI. With `-o DIR`, the AKS resources of the config (one agent pool per GPU pool, and the
 cluster when the stack creates it) are written as ARM JSON under `DIR/azure/`, and the values of the Helm charts
@@ -35,6 +35,7 @@ from typing import Any, NoReturn, TextIO
 from collections.abc import Callable, Sequence
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
+from gpu_operator.counts import count_phrase
 from gpu_operator.diag.command import add_diag_parser, run_diag
 from gpu_operator.dra.command import add_dra_parser, run_dra
 from gpu_operator.manifests import (
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
-                        help="config document or Pulumi stack file (default: the built-in default stack)")
+                        help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
     render.add_argument("-o", "--output", type=_path, help="directory for one file per object (default: stdout)")
     render.add_argument("--summary", action="store_true", help="print a table of operands, DaemonSets and images")
 
@@ -104,11 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dashboard = commands.add_parser("dashboard", help="write the GPU fleet's Grafana dashboard (JSON)")
     dashboard.add_argument("-f", "--file", type=_path,
-                           help="config document or Pulumi stack file (default: the built-in default stack)")
+                           help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
     dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
     check = commands.add_parser("check", help="run the policies over the stack's objects (exit 3 on a mandatory one)")
     check.add_argument("-f", "--file", type=_path,
-                       help="config document or Pulumi stack file (default: the built-in default stack)")
+                       help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
     check.add_argument("--production", action="store_true",
                        help="the stack is a production one (advises against unlimited parallel driver upgrades)")
     check.add_argument("--output", choices=("text", "json", "sarif"), default="text",
@@ -211,8 +212,9 @@ def _print_summary(
     from gpu_operator.render.aks.summary import POOL_HEADER, pool_summary_rows
 
     print(format_table(SUMMARY_HEADER, summary_rows(operands, config)), file=out)
-    print(f"{len(objects)} objects, {sum(o['kind'] == 'DaemonSet' for o in objects)} DaemonSets, "
-          f"namespace {config.namespace}", file=out)
+    daemonsets = sum(o["kind"] == "DaemonSet" for o in objects)
+    print(f"{count_phrase(len(objects), len(charts))}; {daemonsets} DaemonSets; operands in namespace "
+          f"{config.namespace}", file=out)
     for chart in charts:
         print(f"\nplus {_chart_line(chart)} ({chart.what}, installed by {chart.installer}), with values"
               + (f" in {output / _values_file(chart)}" if output is not None else ":"), file=out)
@@ -239,6 +241,28 @@ def _load_config(path: Path | None) -> GpuStackConfig:
     return parse_config(loaded.document, source=loaded.source, base=document_directory(path))
 
 
+#: The release each installer gives its chart in the stack program (stacks/__main__.py names the components
+#: gpu, gpu-network and gpu-dra; a component's chart is `<component>-chart`).
+_CHART_RELEASES = {"NetworkOperator": "gpu-network-chart", "DraDriver": "gpu-dra-chart",
+                   "GpuOperator": "gpu-node-feature-discovery-chart"}
+
+
+def _expanded_charts(config: GpuStackConfig, base: Path) -> list[dict[str, Any]]:
+    """Every object the stack's charts render to, as the policy pack sees them (gpu_operator.policy.charts); a
+    chart that cannot be rendered here is named on stderr, its objects unjudged."""
+    from gpu_operator.policy.charts import ChartExpansionError, expand_chart
+
+    kubernetes = config.dra.kubernetes_version or (config.aks.kubernetes_version if config.aks else None)
+    objects: list[dict[str, Any]] = []
+    for chart in _charts(config):
+        try:
+            objects += expand_chart(chart.spec, _CHART_RELEASES.get(chart.installer, f"{chart.spec.name}-chart"),
+                                    kubernetes_version=kubernetes, base=base)
+        except ChartExpansionError as error:
+            _note(f"{error}: the policy pack judges its objects at pulumi preview; check judged only its values")
+    return objects
+
+
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.policy import (
         EXIT_MANDATORY,
@@ -255,15 +279,18 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     config = _load_config(args.file)
     charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
               for c in _charts(config)]
-    objects = [*charts, *stack_objects(config, render_operands(config))]
-    findings = check(objects, PolicyContext.from_config(config, production=args.production))
+    stack = stack_objects(config, render_operands(config))
+    expanded = _expanded_charts(config, Path(args.file).parent if args.file is not None else Path.cwd())
+    findings = check([*charts, *expanded, *stack], PolicyContext.from_config(config, production=args.production))
     formats = {"text": format_text, "json": format_json, "sarif": format_sarif}
-    out.write(formats[args.output](findings, len(objects)))
+    # counted as render counts them: the stack's Kubernetes objects, and the charts beside them
+    out.write(formats[args.output](findings, len(stack), len(charts)))
     return EXIT_MANDATORY if any(f.policy.enforcement is Enforcement.MANDATORY for f in findings) else 0
 
 
 def _render(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.render import render_operands
+    from gpu_operator.render.aks.infiniband import infiniband_notes
 
     config = _load_config(args.file)
     operands = render_operands(config)
@@ -274,7 +301,7 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
         paths = write_files(files, args.output)
         where = out if args.summary else sys.stderr
         azure = sum(path.parent.name == "azure" for path in paths)
-        print(f"wrote {len(objects)} objects to {args.output}/", file=where)
+        print(f"wrote {count_phrase(len(objects))} to {args.output}/", file=where)
         if azure:
             print(f"wrote {azure} AKS resource{'s' if azure != 1 else ''} to {args.output / 'azure'}/", file=where)
         for chart in charts:
@@ -285,6 +312,8 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
             _note(f"{chart.installer} also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
     if args.summary:
         _print_summary(out, config, operands, objects, charts, args.output)
+    for message in infiniband_notes(config):  # what an InfiniBand pool brings, once the render has succeeded
+        _note(message)
     return 0
 
 
@@ -292,8 +321,12 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.config.importers import ignored_clusterpolicy_values, ignored_helm_values, load_import
     from gpu_operator.config.importers.loader import is_manifest
     from gpu_operator.config.loader import yaml_kind
-    from gpu_operator.config.yaml_reader import read_yaml_documents
+    from gpu_operator.config.yaml_reader import STDIN, read_yaml_documents
 
+    if str(args.values) == STDIN:
+        raise ConfigError([Problem("", "import-values reads a file, not standard input: save the values to a "
+                                       "file (`... > values.yaml`) and name it")],
+                          "standard input")
     documents = read_yaml_documents(args.values)  # refuses what plain YAML reading lets through, before importing
     if not documents:
         _note(f"{args.values} is empty: importing the chart's defaults")

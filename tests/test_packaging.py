@@ -347,3 +347,82 @@ def test_the_agents_requirements_bring_lightkubes_own_dependencies() -> None:
     for name in names:
         assert importlib.metadata.version(name), f"{name} is not installed"
 
+
+
+# --- the command line's dependencies: what `make run` installs ----------------------------------------------------
+
+CLI_REQUIREMENTS = REPO_ROOT / "requirements-cli.txt"
+
+#: Every command of `gpu-operator`, as a newcomer runs them after `make run` (exit 3/4: a finding, not a failure).
+_CLI_COMMANDS = """
+import contextlib, io, sys
+from gpu_operator.cli import main
+out, values = sys.argv[1], sys.argv[2]
+for args, allowed in [
+    (["render", "-o", out, "--summary"], {0}), (["render", "-f", "examples/configs/dra.yaml"], {0}),
+    (["render", "-f", "examples/configs/agents-image.yaml"], {0}), (["check", "--production"], {0}),
+    (["dashboard"], {0}), (["import-values", values], {0}),
+    (["dra", "match", "examples/workloads/dra/claim-templates.yaml", "--nvml", "fake:h100-8x"], {3}),
+    (["diag", "--from", "tests/diag/recorded/driver-crash-loop.json"], {4}),
+]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        status = main(args)
+    assert status in allowed, (args, status, err.getvalue())
+print("ok")
+"""
+
+
+def _blocked_modules() -> set[str]:
+    """Top-level modules of the distributions pyproject.toml declares (dependencies and every extra) that
+    requirements-cli.txt leaves out: what a `make run` virtualenv does not have."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    left_out = set(_requirements("\n".join(declared))) - set(_requirements(CLI_REQUIREMENTS.read_text()))
+    return {module.split("/")[0] for module, name in _providers().items() if name in left_out and "." not in module
+            and module.split("/")[0] not in ("bin", "..")} - {"google"} | {"google.protobuf"}
+
+
+def test_cli_requirements_agree_with_pyproject() -> None:
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    declared = _requirements("\n".join(project["dependencies"]))
+    cli = _requirements(CLI_REQUIREMENTS.read_text())
+    for name, requirement in cli.items():
+        assert name in declared, f"{name} is not a dependency in pyproject.toml"
+        assert declared[name].specifier == requirement.specifier, (
+            f"{name}: pyproject.toml says {declared[name].specifier}, requirements-cli.txt {requirement.specifier}")
+    assert not {name for name in cli if name.startswith("pulumi")}
+
+
+def test_every_command_runs_with_only_the_cli_requirements(tmp_path: Path) -> None:
+    """Pulumi's SDKs, gRPC, protobuf and the test extra blocked, as in the virtualenv `make run` builds."""
+    blocked = sorted(_blocked_modules())
+    assert {"pulumi", "pulumi_azure_native", "grpc", "kubernetes_validate"} <= set(blocked)
+    guard = ("import importlib.abc, sys\n"
+             f"BLOCKED = {blocked!r}\n"
+             "class Blocked(importlib.abc.MetaPathFinder):\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if any(name == b or name.startswith(b + '.') for b in BLOCKED):\n"
+             "            raise ImportError(f'{name} is not in requirements-cli.txt')\n"
+             "sys.meta_path.insert(0, Blocked())\n")
+    values = tmp_path / "values.yaml"
+    values.write_text("driver:\n  version: 580.95.05\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-c", guard + _CLI_COMMANDS, str(tmp_path / "rendered"), str(values)],
+                            capture_output=True, text=True, timeout=TIMEOUT, cwd=REPO_ROOT)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_make_run_installs_only_the_cli_requirements_quietly(tmp_path: Path) -> None:
+    """`make run` on a fresh clone: the package without dependencies plus requirements-cli.txt (no test extra, no
+    Pulumi SDKs), with a line of progress per step and setuptools' editable-install banner filtered out."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    result = subprocess.run([make, "-n", "run", f"VENV={tmp_path / 'venv'}"], capture_output=True, text=True,
+                            timeout=TIMEOUT, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr
+    installs = [line for line in result.stdout.splitlines() if " -m pip install " in line]
+    assert [line.split(" install ", 1)[1].split()[-2:] for line in installs] == [
+        ["-r", "requirements-cli.txt"], ["-e", "."]]
+    assert all("--no-deps" in line for line in installs[1:]) and not any("[test]" in line for line in installs)
+    assert all('PYTHONWARNINGS="ignore:Editable install"' in line for line in installs)
+    assert sum(line.startswith("echo \"make: [") for line in result.stdout.splitlines()) >= 2

@@ -13,7 +13,8 @@
   `MASTER_PORT`).
 
 Every object comes from :func:`gpu_operator.workloads.rdma_workload`, so resources, `IPC_LOCK`, `/dev/shm`,
-node selector, tolerations and NCCL settings follow the pool.
+node selector, tolerations and NCCL settings follow the pool; on ND v4 / ND v5 pools the output starts with the
+ConfigMap `nvidia-topology` that every pod mounts for `NCCL_TOPO_FILE`.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ def nccl_allreduce_pytorchjob(config: GpuStackConfig, pool: str) -> dict[str, An
 
 def workloads(config: GpuStackConfig, pool: str, *, pytorchjob: bool = False) -> list[dict[str, Any]]:
     jobs = [nccl_allreduce_pytorchjob(config, pool)] if pytorchjob else nccl_allreduce_job(config, pool)
-    return [*rdma_test_pods(config, pool), *jobs]
+    # the NCCL topology ConfigMap the pods mount (ND v4 / ND v5 pools) comes first
+    return [*rdma_workload(config, pool).config_maps("default"), *rdma_test_pods(config, pool), *jobs]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -267,11 +267,12 @@ def choose_implementation(agents: AgentsConfig, section: str | None) -> AgentCho
         return AgentChoice("nvidia", "no agent for this operand")
     if section not in SHIPPED_AGENTS:
         return AgentChoice("nvidia", "no agent shipped for this operand")
-    source = agents.image_source
-    if source is None:
-        return AgentChoice("nvidia", "no agents image configured")
+    # the user's own choice first: an explicit `nvidia` is said as such, with or without an agents image
     if section in agents.overrides:
         return AgentChoice(agents.overrides[section], f"override (agents.overrides.{section})")  # type: ignore[index]
     if agents.implementation == "nvidia":
-        return AgentChoice("nvidia", "agents.implementation")
+        return AgentChoice("nvidia", "implementation nvidia (agents.implementation)")
+    source = agents.image_source
+    if source is None:
+        return AgentChoice("nvidia", "no agents image configured")
     return AgentChoice("agents", source)

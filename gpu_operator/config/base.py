@@ -3,20 +3,46 @@
 Config documents are written by people (YAML stack config, Helm values, ClusterPolicy manifests), so every model
 speaks the camelCase of the Kubernetes API on the outside while the Python side keeps snake_case attributes.
 A typo is an error, never a silently ignored key, and a validated config cannot be changed afterwards.
+
+Scalars follow one rule: a value is taken as the type YAML (or JSON) gives it, never converted between strings,
+numbers and booleans. A number where a string belongs is refused (quote it: `version: "550"`), and so is a string
+where a boolean or a whole number belongs (`enabled: "false"`, `enabled: yes` in YAML 1.2 terms, `count: "2"`):
+write `true`/`false` and numbers unquoted. Fields declared `bool` or `int` (optionally `| None`) are made strict
+when their model class is created, so every model follows the rule without spelling it per field.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
 
 __all__ = ["ConfigModel"]
 
 
+#: Annotations (as written under `from __future__ import annotations`) → their strict form: no string or number
+#: converted to a boolean, no string, float or boolean to a whole number.
+_STRICT_SCALARS: dict[str, Any] = {
+    "bool": Annotated[bool, Strict()],
+    "bool | None": Optional[Annotated[bool, Strict()]],  # noqa: UP045 - a runtime object, not an annotation
+    "int": Annotated[int, Strict()],
+    "int | None": Optional[Annotated[int, Strict()]],  # noqa: UP045
+}
+
+
 class ConfigModel(BaseModel):
-    """Frozen pydantic model with camelCase aliases that forbids unknown keys."""
+    """Frozen pydantic model with camelCase aliases that forbids unknown keys and converts no scalar."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # runs before pydantic reads the class's fields: their bool/int annotations become strict ones
+        annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 - the dict itself, to rewrite it
+        for name, annotation in list(annotations.items()):
+            if isinstance(annotation, str) and annotation in _STRICT_SCALARS:
+                annotations[name] = _STRICT_SCALARS[annotation]
+            elif annotation is bool or annotation is int:
+                annotations[name] = _STRICT_SCALARS[annotation.__name__]
+        super().__init_subclass__(**kwargs)
 
     model_config = ConfigDict(
         alias_generator=to_camel,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from gpu_operator.config.agents import choose_implementation
+from gpu_operator.config.chart_values import DRA_VALUES, NETWORK_VALUES, NFD_VALUES, chart_values_problems
 from gpu_operator.config.cluster import PUBLISHED_DRIVER_OS
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
 from gpu_operator.config.dcgm_metrics import AGENT_READABLE_FIELDS, parse_metrics_csv
@@ -20,6 +21,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra_checks import DRA_CHECKS
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
+from gpu_operator.config.namespace_checks import NAMESPACE_CHECKS
 from gpu_operator.config.network_checks import NETWORK_CHECKS
 from gpu_operator.config.pool_checks import POOL_CHECKS
 
@@ -319,7 +321,16 @@ def _controller_needs_the_agents_image(doc: GpuStackConfig) -> Iterator[Problem]
                       "enable it (it needs agents.image or agents.build) or remove waitForDriverRollout")
 
 
+def _chart_values_are_typed(doc: GpuStackConfig) -> Iterator[Problem]:
+    """The chart values the stack merges into have the chart's shapes (:mod:`gpu_operator.config.chart_values`)."""
+    yield from chart_values_problems(doc.nfd.values, NFD_VALUES)
+    yield from chart_values_problems(doc.network.values, NETWORK_VALUES)
+    yield from chart_values_problems(doc.dra.values, DRA_VALUES)
+
+
 CHECKS: tuple[Check, ...] = (
+    _chart_values_are_typed,
+    *NAMESPACE_CHECKS,
     _controller_needs_the_agents_image,
     _configmap_contents_need_a_name,
     _device_plugin_default_exists,

@@ -11,16 +11,21 @@ configs:
     - {field: DCGM_FI_DEV_XID_ERRORS, type: gauge, help: Value of the last XID error encountered.}
 ```
 
-Our metrics exporter reads a fixed set of fields (:data:`AGENT_READABLE_FIELDS`); a gauge or counter outside it
+Every field must be one dcgm-exporter knows (:data:`DCGM_FIELD_NAMES`, shipped as `builtin/dcgm-fields.csv`): NVIDIA's
+exporter refuses the whole CSV at start-up over one unknown name, so a typo (`DCGM_FI_DEV_GPU_TEMPERATURE`) is
+refused here, with the nearest names. Our metrics exporter reads a fixed set of fields (:data:`AGENT_READABLE_FIELDS`); a gauge or counter outside it
 would silently produce no series, so a config that runs our exporter with such a field is refused.
 """
 
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import re
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -29,8 +34,9 @@ from gpu_operator.config.base import ConfigModel
 
 __all__ = [
     "AGENT_READABLE_FIELDS",
-    "DcgmMetric",
+    "DCGM_FIELD_NAMES",
     "METRIC_TYPES",
+    "DcgmMetric",
     "MetricField",
     "check_metrics_csv",
     "metrics_csv",
@@ -55,6 +61,28 @@ AGENT_READABLE_FIELDS = frozenset({
     "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
 })
+
+
+#: The field names file: NVIDIA/go-dcgm's field table (what dcgm-exporter's CSV reader looks names up in) plus
+#: the exporter's own DCGM_EXP_ counters; its header says where each part comes from.
+_FIELD_NAMES_FILE = Path(__file__).with_name("builtin") / "dcgm-fields.csv"
+
+
+@cache
+def _field_names() -> frozenset[str]:
+    lines = _FIELD_NAMES_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+#: Every field name NVIDIA's dcgm-exporter accepts in its metrics CSV.
+DCGM_FIELD_NAMES: frozenset[str] = _field_names()
+
+
+def _unknown_field(field: str) -> str:
+    near = difflib.get_close_matches(field, sorted(DCGM_FIELD_NAMES), n=3, cutoff=0.8)
+    hint = f"did you mean {' or '.join(near)}?" if near else "see DCGM's field list (dcgm_fields.h)"
+    return (f"{field!r} is not a DCGM field that dcgm-exporter knows (it refuses the whole CSV at start-up, "
+            f"\"could not find DCGM field\"): {hint}")
 
 
 class DcgmMetric(ConfigModel):
@@ -110,6 +138,8 @@ def parse_metrics_csv(text: str) -> list[MetricField]:
         field, kind, help_text = row[0].strip(), row[1].strip(), ",".join(row[2:]).strip()
         if not _FIELD.match(field):
             raise ValueError(f"line {number}: {field!r} is not a DCGM field name such as DCGM_FI_DEV_GPU_TEMP")
+        if field not in DCGM_FIELD_NAMES:
+            raise ValueError(f"line {number}: {_unknown_field(field)}")
         if kind not in METRIC_TYPES:
             raise ValueError(f"line {number}: type {kind!r} must be one of {', '.join(METRIC_TYPES)}")
         fields.append(MetricField(field, kind, help_text))

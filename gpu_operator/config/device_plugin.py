@@ -13,24 +13,32 @@ from typing import Any, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
-from gpu_operator.config.yaml_reader import parse_yaml_value
 from gpu_operator.config.clusterpolicy.plugins import MigStrategy
+from gpu_operator.config.yaml_reader import parse_yaml_value
 
 __all__ = [
-    "PluginFlags",
-    "GfdFlags",
+    "MAX_MPS_REPLICAS",
+    "MAX_TIME_SLICING_REPLICAS",
     "DeviceFlags",
-    "ResourcePattern",
-    "ResourcesSpec",
+    "DevicePluginConfig",
+    "GfdFlags",
+    "ImexSpec",
+    "PluginFlags",
     "ReplicatedResource",
     "ReplicatedResources",
+    "ResourcePattern",
+    "ResourcesSpec",
     "SharingSpec",
-    "ImexSpec",
-    "DevicePluginConfig",
     "parse_device_plugin_config",
 ]
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+#: Time-slicing replicas per GPU, at most: AKS runs at most 250 pods on a node (its `maxPods` ceiling), and each
+#: replica is a device for one pod, so more replicas than pods on the node could never all be allocated.
+MAX_TIME_SLICING_REPLICAS = 250
+#: MPS replicas per GPU, at most: the clients one MPS server takes on Volta and newer (the plugin's MPS control
+#: daemon refuses more: "maximum allowed replicas exceeded"; pre-Volta GPUs take 16).
+MAX_MPS_REPLICAS = 48
 DeviceListStrategy = Literal["envvar", "volume-mounts", "cdi-annotations", "cdi-cri"]
 
 
@@ -101,6 +109,10 @@ class ReplicatedResource(ConfigModel):
     def _shares_something(cls, value: int) -> int:
         if value < 2:
             raise ValueError(f"replicas must be at least 2 (got {value}); a GPU with one replica is not shared")
+        if value > MAX_TIME_SLICING_REPLICAS:
+            raise ValueError(f"must be at most {MAX_TIME_SLICING_REPLICAS} (got {value}): each replica is "
+                             f"a device for one pod and AKS runs at most {MAX_TIME_SLICING_REPLICAS} pods on a node, "
+                             "so the rest could never be allocated")
         return value
 
     @field_validator("devices")
@@ -129,8 +141,22 @@ class ReplicatedResources(ConfigModel):
 
 
 class SharingSpec(ConfigModel):
+    """GPU sharing: time-slicing or MPS, one of them (the plugin would silently use MPS when both are given)."""
+
     time_slicing: ReplicatedResources | None = None
     mps: ReplicatedResources | None = None
+
+    @model_validator(mode="after")
+    def _one_strategy(self) -> Self:
+        if self.time_slicing is not None and self.mps is not None:
+            raise ValueError("timeSlicing and mps are both set, and the device plugin would use mps only (time-"
+                             "slicing ignored): keep one of them, or put each in its own named config")
+        for resource in self.mps.resources if self.mps is not None else ():
+            if resource.replicas > MAX_MPS_REPLICAS:
+                raise ValueError(f"mps: {resource.name} replicas must be at most {MAX_MPS_REPLICAS} (got "
+                                 f"{resource.replicas}), the clients one MPS server takes: lower replicas, or use "
+                                 "timeSlicing")
+        return self
 
 
 class ImexSpec(ConfigModel):

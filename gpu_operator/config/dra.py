@@ -14,6 +14,7 @@ dra:
   driverRoot: null                 # default /run/nvidia/driver when the operator installs the driver, else /
   kubernetesVersion: null          # the cluster's version where `aks` does not give it (DRA needs 1.34+)
   values: {}                       # further values of the dra-driver-nvidia-gpu chart, merged last
+  namespaces: {ml: existing}       # each claimTemplates namespace the stack does not own: existing | create
   claimTemplates:                  # ResourceClaimTemplates created with the driver (resource.k8s.io/v1)
     - name: one-h100
       namespace: ml
@@ -25,6 +26,14 @@ dra:
                 deviceClassName: gpu.nvidia.com
                 selectors:
                   - cel: {expression: "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')"}
+            # or firstAvailable: [{name: mig, deviceClassName: mig.nvidia.com}, {name: full, ...}]
+          config:                  # the driver's opaque config for the requests' devices (all when requests is empty)
+            - opaque:
+                driver: gpu.nvidia.com
+                parameters:        # GpuConfig (full GPUs) or MigDeviceConfig, resource.nvidia.com/v1beta1
+                  apiVersion: resource.nvidia.com/v1beta1
+                  kind: GpuConfig
+                  sharing: {strategy: TimeSlicing, timeSlicingConfig: {interval: Long}}   # or MPS + mpsConfig
 ```
 
 The DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu, chart 0.4.1, pinned) runs its kubelet plugin only on
@@ -33,23 +42,33 @@ every container pool, for ComputeDomains beside the device plugin). Those pools 
 `nvidia.com/gpu.deploy.device-plugin=false`, so the same GPUs are never advertised twice, and the driver manager
 is told that label (`NODE_LABEL_FOR_GPU_POD_EVICTION`) so it evicts pods holding DRA claims before a driver
 upgrade. The rules that span sections live in :mod:`gpu_operator.config.dra_checks`.
+
+Claim templates live where the workloads are, usually a namespace the stack does not own. Each such namespace is
+declared in `dra.namespaces`: `existing` (the cluster has it; the stack never creates, labels or deletes it) or
+`create` (the stack creates it before the templates and deletes it on destroy, with everything in it). An
+undeclared one is refused before anything is created (:mod:`gpu_operator.config.namespace_checks`), rather than
+failing mid-update with `namespaces "ml" not found`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.chart_source import ChartSource, PublishedChart
-from gpu_operator.config.kube import DnsLabel, EnvVar
+from gpu_operator.config.kube import DnsLabel, EnvVar, Quantity
 from gpu_operator.config.pools import GpuAllocation, GpuPool, check_kubernetes_version
 from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
 
 __all__ = [
+    "ClaimConfig",
     "ClaimConstraint",
     "ClaimRequest",
+    "DeviceSubRequest",
+    "GpuConfigParameters",
+    "GpuSharing",
     "ClaimSpec",
     "ClaimTemplate",
     "DeviceRequest",
@@ -58,6 +77,7 @@ __all__ = [
     "EVICTION_LABEL_ENV",
     "GpuAllocation",
     "CelSelector",
+    "NamespaceUse",
     "dra_effective",
     "dra_node_pools",
     "dra_wanted",
@@ -67,6 +87,10 @@ __all__ = [
 DRA_CHART = PublishedChart(CHART.name, CHART.version, CHART.repository)
 #: The driver manager's variable naming the label of nodes whose GPU pods hold DRA claims.
 EVICTION_LABEL_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
+
+
+#: A claim template namespace outside the stack's own: the cluster has it, or the stack creates it.
+NamespaceUse = Literal["existing", "create"]
 
 
 class CelExpression(ConfigModel):
@@ -89,11 +113,102 @@ class DeviceRequest(ConfigModel):
     admin_access: bool | None = None
 
 
-class ClaimRequest(ConfigModel):
-    """One request of a claim (`name`, then `exactly`)."""
+class DeviceSubRequest(DeviceRequest):
+    """One alternative of `firstAvailable`: a named `exactly`, tried in order until one can be allocated."""
 
     name: DnsLabel
-    exactly: DeviceRequest
+
+
+class ClaimRequest(ConfigModel):
+    """One request of a claim: `name`, then `exactly` (one DeviceClass) or `firstAvailable` (alternatives, the
+    first that can be allocated is taken)."""
+
+    name: DnsLabel
+    exactly: DeviceRequest | None = None
+    first_available: tuple[DeviceSubRequest, ...] | None = Field(default=None, min_length=1, max_length=8)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ClaimRequest:
+        if (self.exactly is None) == (self.first_available is None):
+            raise ValueError("give exactly (one DeviceClass) or firstAvailable (alternatives, tried in order), "
+                             "not both and not neither")
+        return self
+
+    @property
+    def alternatives(self) -> tuple[tuple[str, DeviceRequest], ...]:
+        """(path below the request, request) of `exactly`, or of each `firstAvailable` alternative."""
+        if self.exactly is not None:
+            return (("exactly", self.exactly),)
+        return tuple((f"firstAvailable[{i}]", sub) for i, sub in enumerate(self.first_available or ()))
+
+
+SharingStrategy = Literal["TimeSlicing", "MPS"]
+TimeSliceInterval = Literal["Default", "Short", "Medium", "Long"]
+
+
+class TimeSlicingConfig(ConfigModel):
+    """`timeSlicingConfig` (resource.nvidia.com/v1beta1 sharing.go): the time slice the GPU gives each process."""
+
+    interval: TimeSliceInterval | None = None
+
+
+class MpsConfig(ConfigModel):
+    """`mpsConfig`: the MPS control daemon's defaults for the claim's processes."""
+
+    default_active_thread_percentage: int | None = Field(default=None, ge=0, le=100)
+    default_pinned_device_memory_limit: Quantity | None = None
+    default_per_device_pinned_memory_limit: dict[str, Quantity] | None = None
+
+
+class GpuSharing(ConfigModel):
+    """`sharing` of a GpuConfig / MigDeviceConfig: time-slicing or MPS, with the matching settings only."""
+
+    strategy: SharingStrategy
+    time_slicing_config: TimeSlicingConfig | None = None
+    mps_config: MpsConfig | None = None
+
+    @model_validator(mode="after")
+    def _settings_match(self) -> GpuSharing:
+        if self.strategy == "TimeSlicing" and self.mps_config is not None:
+            raise ValueError("mpsConfig goes with strategy MPS; remove it, or set strategy: MPS")
+        if self.strategy == "MPS" and self.time_slicing_config is not None:
+            raise ValueError("timeSlicingConfig goes with strategy TimeSlicing; remove it, or set strategy: "
+                             "TimeSlicing")
+        return self
+
+
+#: The driver's API group for opaque device config (api/nvidia.com/resource/v1beta1).
+DRIVER_CONFIG_API = "resource.nvidia.com/v1beta1"
+
+
+class GpuConfigParameters(ConfigModel):
+    """`opaque.parameters` for the gpu.nvidia.com driver: a GpuConfig (full GPUs) or MigDeviceConfig (MIG
+    devices) of resource.nvidia.com/v1beta1, whose `sharing` the kubelet plugin applies when it prepares them."""
+
+    api_version: Literal["resource.nvidia.com/v1beta1"]
+    kind: Literal["GpuConfig", "MigDeviceConfig"]
+    sharing: GpuSharing | None = None
+
+    @model_validator(mode="after")
+    def _mig_sharing(self) -> GpuConfigParameters:
+        if self.kind == "MigDeviceConfig" and self.sharing is not None and self.sharing.time_slicing_config:
+            raise ValueError("a MigDeviceConfig's sharing takes no timeSlicingConfig (MIG devices time-slice "
+                             "with the defaults); remove it")
+        return self
+
+
+class OpaqueConfig(ConfigModel):
+    """`opaque`: parameters the named driver reads; only gpu.nvidia.com's are typed here."""
+
+    driver: Literal["gpu.nvidia.com"]
+    parameters: GpuConfigParameters
+
+
+class ClaimConfig(ConfigModel):
+    """`config[]` of a claim: opaque driver parameters for the devices of `requests` (all requests when empty)."""
+
+    requests: tuple[str, ...] = ()
+    opaque: OpaqueConfig
 
 
 class ClaimConstraint(ConfigModel):
@@ -106,6 +221,7 @@ class ClaimConstraint(ConfigModel):
 class ClaimDevices(ConfigModel):
     requests: tuple[ClaimRequest, ...] = Field(min_length=1)
     constraints: tuple[ClaimConstraint, ...] = ()
+    config: tuple[ClaimConfig, ...] = ()
 
 
 class ClaimSpec(ConfigModel):
@@ -138,6 +254,10 @@ class DraSpec(ConfigModel):
     )
     values: dict[str, Any] = Field(default_factory=dict, description="further chart values, merged last")
     claim_templates: tuple[ClaimTemplate, ...] = ()
+    namespaces: dict[DnsLabel, NamespaceUse] = Field(
+        default_factory=dict,
+        description="each claimTemplates namespace the stack does not own: existing (the cluster has it) or create",
+    )
 
     @field_validator("kubernetes_version")
     @classmethod

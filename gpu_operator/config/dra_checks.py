@@ -1,7 +1,8 @@
 """Rules about DRA that span the `dra`, `pools`, `aks` and `operator` sections.
 
-DRA deploys but never works when the API is missing (Kubernetes below 1.34 serves no `resource.k8s.io/v1`),
-when the driver branch is older than the DRA driver supports (below R580), or when the same GPUs are advertised
+DRA deploys but never works when the cluster is older than the DRA driver's prerequisites (Kubernetes 1.34.2;
+below 1.34 no `resource.k8s.io/v1` is served), when the NVIDIA driver is older than it supports (R565 for GPUs,
+570.158.01 for ComputeDomains, whose plugin refuses to start on older drivers), or when the same GPUs are advertised
 twice, by the device plugin and by DRA, so pods are over-admitted. A selector naming an attribute the driver does
 not publish makes every claim that uses it unschedulable. Each rule names the key and the fix.
 """
@@ -12,17 +13,44 @@ import re
 from collections.abc import Callable, Iterator
 
 from gpu_operator.config.document import GpuStackConfig
-from gpu_operator.config.dra import dra_node_pools, dra_wanted
+from gpu_operator.config.dra import ClaimTemplate, dra_node_pools, dra_wanted
 from gpu_operator.config.errors import Problem
-from gpu_operator.dra.driver import DEVICE_CLASSES, MIN_DRIVER_BRANCH, MIN_KUBERNETES, DeviceClassFacts, device_class
+from gpu_operator.dra.driver import (
+    DEVICE_CLASSES,
+    MIN_COMPUTE_DOMAIN_DRIVER,
+    MIN_DRIVER_BRANCH,
+    MIN_KUBERNETES,
+    DeviceClassFacts,
+    device_class,
+)
 
-__all__ = ["DRA_CHECKS", "kubernetes_versions"]
+__all__ = ["DRA_CHECKS", "driver_version", "kubernetes_versions"]
 
 Check = Callable[[GpuStackConfig], Iterator[Problem]]
 
-_MINOR = re.compile(r"^1\.(\d+)")
-_BRANCH = re.compile(r"^(\d+)\.")
-_MIN_TEXT = f"{MIN_KUBERNETES[0]}.{MIN_KUBERNETES[1]}"
+_KUBERNETES = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?")
+_DRIVER = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_MIN_TEXT = ".".join(map(str, MIN_KUBERNETES))
+_CD_TEXT = f"{MIN_COMPUTE_DOMAIN_DRIVER[0]}.{MIN_COMPUTE_DOMAIN_DRIVER[1]}.{MIN_COMPUTE_DOMAIN_DRIVER[2]:02d}"
+
+
+def _too_old(version: str) -> bool:
+    """Whether a Kubernetes version is below the driver's floor; `1.34` (a minor, whose newest patch a managed
+    cluster runs) counts as new enough."""
+    match = _KUBERNETES.match(version)
+    if match is None:
+        return False
+    minor, patch = int(match.group(1)), match.group(2)
+    return (1, minor) < MIN_KUBERNETES[:2] or (
+        (1, minor) == MIN_KUBERNETES[:2] and patch is not None and int(patch) < MIN_KUBERNETES[2])
+
+
+def driver_version(version: str) -> tuple[int, int, int] | None:
+    """An NVIDIA driver version (`570.158.01`, `565`) as numbers; None for a tag that is no version (`latest`)."""
+    match = _DRIVER.match(version)
+    if match is None:
+        return None
+    return (int(match.group(1)), int(match.group(2) or 0), int(match.group(3) or 0))
 
 
 def kubernetes_versions(doc: GpuStackConfig) -> list[tuple[str, str]]:
@@ -48,22 +76,27 @@ def _needs_kubernetes_134(doc: GpuStackConfig) -> Iterator[Problem]:
                                                "aks.kubernetesVersion, or dra.kubernetesVersion for a cluster the "
                                                "aks section does not describe")
     for key, version in versions:
-        match = _MINOR.match(version)
-        if match is not None and (1, int(match.group(1))) < MIN_KUBERNETES:
-            yield Problem(key, f"{version} serves no resource.k8s.io/v1: DRA with NVIDIA's driver needs "
-                               f"Kubernetes {_MIN_TEXT} or newer; upgrade to {_MIN_TEXT}, or keep the GPUs on the "
-                               "device plugin (gpuAllocation: devicePlugin, dra.enabled: false)")
+        if _too_old(version):
+            yield Problem(key, f"{version} is older than NVIDIA's DRA driver supports: it needs Kubernetes "
+                               f"{_MIN_TEXT} or newer (its prerequisites); upgrade to {_MIN_TEXT} or later, or keep "
+                               "the GPUs on the device plugin (gpuAllocation: devicePlugin, dra.enabled: false)")
 
 
 def _driver_branch(doc: GpuStackConfig) -> Iterator[Problem]:
     driver = doc.operator.driver
-    if not (dra_wanted(doc.dra, doc.pools) and doc.dra.gpus and driver.enabled):
+    if not (dra_wanted(doc.dra, doc.pools) and driver.enabled):
         return
-    match = _BRANCH.match(driver.version)
-    if match is not None and int(match.group(1)) < MIN_DRIVER_BRANCH:
-        yield Problem("operator.driver.version", f"{driver.version} is branch {match.group(1)}; NVIDIA's DRA driver "
-                                                 f"needs the R{MIN_DRIVER_BRANCH} branch or newer: set a "
-                                                 f"{MIN_DRIVER_BRANCH}.x or later driver version, or turn DRA off")
+    version = driver_version(driver.version)
+    if version is None:
+        return
+    if doc.dra.gpus and version[0] < MIN_DRIVER_BRANCH:
+        yield Problem("operator.driver.version", f"{driver.version} is branch {version[0]}; NVIDIA's DRA driver "
+                                                 f"allocates GPUs with the R{MIN_DRIVER_BRANCH} branch or newer: set "
+                                                 f"a {MIN_DRIVER_BRANCH}.x or later driver version, or turn DRA off")
+    elif doc.dra.compute_domains and version < MIN_COMPUTE_DOMAIN_DRIVER:
+        yield Problem("operator.driver.version", f"{driver.version} is older than {_CD_TEXT}, which ComputeDomains "
+                                                 "need (the compute-domain plugin does not start on older drivers): "
+                                                 f"set {_CD_TEXT} or later, or dra.computeDomains: false")
 
 
 def _one_allocator_per_pool(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -141,21 +174,27 @@ def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
             where = f"{base}.spec.devices.requests[{r_index}]"
             if names.count(request.name) > 1:
                 yield Problem(f"{where}.name", f"{request.name!r} is the name of another request of this claim")
-            exact = request.exactly
-            cls, problem = _class_problem(doc, exact.device_class_name)
-            if problem is not None:
-                yield Problem(f"{where}.exactly.deviceClassName", problem)
-            if exact.allocation_mode == "All" and exact.count is not None:
-                yield Problem(f"{where}.exactly.count", "count goes with allocationMode ExactCount; remove it for All")
-            if cls is None:
-                continue
-            classes[request.name] = cls
-            for s_index, selector in enumerate(exact.selectors):
-                # imported here: CEL's grammar costs 0.1 s at import, for every program, with or without DRA
-                from gpu_operator.dra.cel import check_expression
+            sub_names = [getattr(exact, "name", None) for _, exact in request.alternatives]
+            for below, exact in request.alternatives:
+                sub_name = getattr(exact, "name", None)
+                if sub_name is not None and sub_names.count(sub_name) > 1:
+                    yield Problem(f"{where}.{below}.name", f"{sub_name!r} names another alternative of this request")
+                cls, problem = _class_problem(doc, exact.device_class_name)
+                if problem is not None:
+                    yield Problem(f"{where}.{below}.deviceClassName", problem)
+                if exact.allocation_mode == "All" and exact.count is not None:
+                    yield Problem(f"{where}.{below}.count", "count goes with allocationMode ExactCount; remove it "
+                                                            "for All")
+                if cls is None:
+                    continue
+                classes.setdefault(request.name, cls)
+                for s_index, selector in enumerate(exact.selectors):
+                    # imported here: CEL's grammar costs 0.1 s at import, for every program, with or without DRA
+                    from gpu_operator.dra.cel import check_expression
 
-                for message in check_expression(selector.cel.expression, [cls.facts]):
-                    yield Problem(f"{where}.exactly.selectors[{s_index}].cel.expression", message)
+                    for message in check_expression(selector.cel.expression, [cls.facts]):
+                        yield Problem(f"{where}.{below}.selectors[{s_index}].cel.expression", message)
+        yield from _claim_config(doc, base, template)
         for c_index, constraint in enumerate(template.spec.devices.constraints):
             where = f"{base}.spec.devices.constraints[{c_index}]"
             unknown = [name for name in constraint.requests if name not in names]
@@ -172,6 +211,44 @@ def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
                 yield Problem(f"{where}.matchAttribute", f"{attribute!r} is not an attribute the DRA driver publishes "
                                                          f"on {', '.join(sorted({c.devices for c in named}))} "
                                                          "devices: use e.g. resource.kubernetes.io/pcieRoot")
+
+
+#: The driver's feature gate each sharing strategy needs (pkg/featuregates/featuregates.go, both off by default;
+#: api/nvidia.com/resource/v1beta1 validate.go refuses the strategy while its gate is off).
+_SHARING_GATES = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
+#: The kinds of opaque config for the devices of each DeviceClass (api/nvidia.com/resource/v1beta1 api.go).
+_CONFIG_KINDS = {"gpu": "GpuConfig", "mig": "MigDeviceConfig"}
+
+
+def _claim_config(doc: GpuStackConfig, base: str, template: ClaimTemplate) -> Iterator[Problem]:
+    """A claim's opaque config names requests of the claim, fits their devices (GpuConfig for GPUs,
+    MigDeviceConfig for MIG devices), and uses a sharing strategy whose feature gate the chart turns on."""
+    devices = template.spec.devices
+    names = [request.name for request in devices.requests]
+    gates = doc.dra.values.get("featureGates") if isinstance(doc.dra.values, dict) else None
+    for index, entry in enumerate(devices.config):
+        where = f"{base}.spec.devices.config[{index}]"
+        unknown = [name for name in entry.requests if name.split("/")[0] not in names]
+        if unknown:
+            yield Problem(f"{where}.requests", f"{', '.join(unknown)} is not a request of this claim "
+                                               f"({', '.join(names)})")
+        parameters = entry.opaque.parameters
+        targeted = [r for r in devices.requests if not entry.requests or r.name in entry.requests]
+        kinds = {cls.devices for r in targeted for _, exact in r.alternatives
+                 if (cls := device_class(exact.device_class_name)) is not None}
+        wanted = {_CONFIG_KINDS[kind] for kind in kinds if kind in _CONFIG_KINDS}
+        if wanted and parameters.kind not in wanted:
+            yield Problem(f"{where}.opaque.parameters.kind", f"{parameters.kind} does not configure the "
+                                                             f"{'/'.join(sorted(kinds))} devices these requests get: "
+                                                             f"use {' or '.join(sorted(wanted))}")
+        sharing = parameters.sharing
+        if sharing is None:
+            continue
+        gate = _SHARING_GATES[sharing.strategy]
+        if not (isinstance(gates, dict) and gates.get(gate) is True):
+            yield Problem(f"{where}.opaque.parameters.sharing.strategy",
+                          f"{sharing.strategy} needs the DRA driver's {gate} feature gate, off by default (the "
+                          f"kubelet plugin refuses the claim): set dra.values.featureGates.{gate}: true")
 
 
 DRA_CHECKS: tuple[Check, ...] = (

@@ -57,6 +57,8 @@ _SHAPES: dict[str, str] = {
     "set_type": "must be a list",
     "frozen_set_type": "must be a list",
     "string_type": "must be a string",
+    "bool_type": "must be a boolean (true or false, unquoted)",
+    "int_type": "must be a whole number, unquoted",
 }
 
 

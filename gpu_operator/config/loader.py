@@ -4,7 +4,8 @@ Validation happens once, completely, before anything is rendered or registered: 
 errors are gathered into one ConfigError. A valid document is returned as its effective config (what its GPU
 pools imply folded into the operator and cluster sections, see :mod:`gpu_operator.config.effective`).
 
-Files are read strictly (:mod:`gpu_operator.config.yaml_reader`: one UTF-8 YAML document, no duplicate keys, no
+`-` names standard input (`gpu-operator render -f -`), whose relative chart paths are read against the working
+directory. Files are read strictly (:mod:`gpu_operator.config.yaml_reader`: one UTF-8 YAML document, no duplicate keys, no
 alias bombs). An empty file is the empty document, the chart defaults. A Pulumi stack file is read for the
 document its `gpu-operator:config` setting holds (:mod:`gpu_operator.config.stack_file`). A chart source's relative
 `path` is read against the directory of that file, or of the working directory for a document given in memory
@@ -25,7 +26,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import effective_config
 from gpu_operator.config.errors import ConfigError, Problem, problems_from_validation_error
 from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
-from gpu_operator.config.yaml_reader import read_yaml_document
+from gpu_operator.config.yaml_reader import read_yaml_document, source_name
 
 __all__ = ["parse_config", "load_config", "load_document", "document_directory", "read_yaml_mapping", "yaml_kind",
            "BUILTIN_DEFAULT"]
@@ -72,7 +73,7 @@ def read_yaml_mapping(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError([Problem("", f"must hold a mapping of settings (key: value lines), but holds "
                                        f"{yaml_kind(data)}")],
-                          str(path))
+                          source_name(path))
     return data
 
 
@@ -86,10 +87,11 @@ def load_document(path: Path | str | None = None) -> StackDocument:
     """The config document of a file (a config document, or a Pulumi stack file), with notes for the reader."""
     path = Path(path) if path is not None else BUILTIN_DEFAULT
     data = read_yaml_mapping(path)
+    source = source_name(path)
     if is_stack_file(data):
-        return stack_document(data, str(path))
-    notes = () if data else (f"{path} holds an empty document: rendering it (the GPU Operator chart's defaults)",)
-    return StackDocument(data, str(path), notes)
+        return stack_document(data, source)
+    notes = () if data else (f"{source} holds an empty document: rendering it (the GPU Operator chart's defaults)",)
+    return StackDocument(data, source, notes)
 
 
 def load_config(path: Path | str | None = None) -> GpuStackConfig:

@@ -189,7 +189,7 @@ class OfedDriverSpec(ConfigModel):
     """
 
     image: NetworkImage = NetworkImage(
-        repository=MELLANOX_REPOSITORY, image="doca-driver", version="doca3.4.0-26.04-0.8.6.0-0"
+        repository=MELLANOX_REPOSITORY, image="doca-driver", version="doca3.4.1-26.04-1.1.0.0-1"
     )
     upgrade_policy: UpgradePolicy = UpgradePolicy()
     startup_probe: OfedProbe = OfedProbe(initial_delay_seconds=10, period_seconds=20)

@@ -8,12 +8,17 @@ namespace, `gpu-operator`). `get_object` takes a structured value as it is and p
 chart defaults. A config document never has a top-level `config` key, so the two cannot be confused.
 
 Secret values (`secure: v1:...`) are encrypted with the stack's secrets provider and cannot be read offline; the
-program's own settings `gpu-operator:subscriptionId` and `gpu-operator:kubeconfig` choose where to deploy, not what,
-and do not change the rendered objects. Anything else that the program would not read is reported, not dropped.
+program's own settings (`gpu-operator:subscriptionId`, `gpu-operator:kubeconfig`, `gpu-operator:adoptExistingObjects`,
+`gpu-operator:waitForDaemonsets`) choose where and how to deploy, not what, and do not change the rendered objects.
+A `gpu-operator:` key the program does not read (`gpu-operator:confg`) and a config document under another
+project's namespace (`myproject:config`) are errors naming the key: rendering the chart defaults over a misspelt
+key would review something the stack does not deploy. Other namespaces' settings (`azure-native:location`) belong
+to providers and are left alone.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,13 +26,14 @@ from typing import Any
 
 from gpu_operator.config.errors import ConfigError, Problem, format_path
 
-__all__ = ["CONFIG_KEY", "StackDocument", "is_stack_file", "stack_document"]
+__all__ = ["CONFIG_KEY", "TARGET_KEYS", "StackDocument", "is_stack_file", "stack_document"]
 
 NAMESPACE = "gpu-operator"
 #: The stack setting that holds the config document.
 CONFIG_KEY = f"{NAMESPACE}:config"
-#: The program's other settings (see stacks/__main__.py); they pick the target, not the objects.
-_TARGET_KEYS = frozenset({f"{NAMESPACE}:subscriptionId", f"{NAMESPACE}:kubeconfig"})
+#: The program's other settings (see stacks/__main__.py); they pick the target and how it is deployed, not the objects.
+TARGET_KEYS = frozenset({f"{NAMESPACE}:{key}" for key in (
+    "subscriptionId", "kubeconfig", "adoptExistingObjects", "waitForDaemonsets")})
 #: Top-level keys of a stack file besides `config` (Pulumi's project stack schema).
 _STACK_FILE_KEYS = frozenset({"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"})
 
@@ -73,6 +79,25 @@ def _secret_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[str]:
     return []
 
 
+def _unread_settings(settings: Mapping[str, Any]) -> list[Problem]:
+    """`gpu-operator:` keys the program does not read, and config documents under another project's namespace."""
+    read = sorted({CONFIG_KEY, *TARGET_KEYS})
+    problems: list[Problem] = []
+    for key in settings:
+        if not isinstance(key, str) or ":" not in key:
+            continue
+        namespace, _, name = key.partition(":")
+        if namespace == NAMESPACE and key not in read:
+            near = difflib.get_close_matches(key, read, n=1, cutoff=0.6)
+            fix = f"did you mean {near[0]}?" if near else f"the program reads {', '.join(read)}"
+            problems.append(Problem(f"config.{key}", f"is not a setting stacks/__main__.py reads: {fix}"))
+        elif namespace != NAMESPACE and name == "config":
+            problems.append(Problem(f"config.{key}", f"is another project's setting: this project is {NAMESPACE}, "
+                                                     f"whose program reads its document from {CONFIG_KEY}; rename "
+                                                     "the key"))
+    return problems
+
+
 def stack_document(data: Mapping[str, Any], source: str) -> StackDocument:
     """The config document of a stack file (see :func:`is_stack_file`); ConfigError when it cannot be read."""
     settings: Mapping[str, Any] = data.get("config") or {}
@@ -81,12 +106,10 @@ def stack_document(data: Mapping[str, Any], source: str) -> StackDocument:
     if len(keys) > 1:
         raise ConfigError([Problem(f"config.{CONFIG_KEY}", "is given twice, also as the bare key `config` (which "
                                    f"Pulumi reads as {CONFIG_KEY}); keep one")], source)
-    notes = [
-        f"{key} is not read by stacks/__main__.py (it reads {CONFIG_KEY}, "
-        f"{', '.join(sorted(_TARGET_KEYS))}): check the spelling"
-        for key in settings
-        if isinstance(key, str) and key.startswith(f"{NAMESPACE}:") and key != CONFIG_KEY and key not in _TARGET_KEYS
-    ]
+    unread = _unread_settings(settings)
+    if unread:
+        raise ConfigError(unread, source)
+    notes: list[str] = []
     notes.extend(
         f"{key} is not a stack-file setting and is not read (the stack's settings go under config:)"
         for key in data if key not in _STACK_FILE_KEYS

@@ -24,6 +24,7 @@ chart defaults, which callers say so when they act on it.
 from __future__ import annotations
 
 import codecs
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,15 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EXPANDED_SIZE",
     "MAX_FILE_BYTES",
+    "STDIN",
     "RefusedYamlError",
     "StrictLoader",
-    "read_text",
-    "read_yaml_documents",
-    "read_yaml_document",
     "parse_yaml_documents",
     "parse_yaml_value",
+    "read_text",
+    "read_yaml_document",
+    "read_yaml_documents",
+    "source_name",
 ]
 
 #: Nesting deeper than this is refused (Kubernetes objects inside a values file nest about 12 levels).
@@ -127,13 +130,42 @@ def _line(mark: yaml.Mark | None) -> int:
     return mark.line + 1 if mark is not None else 0
 
 
+#: The path that means "read standard input" (`-f -`).
+STDIN = "-"
+
+
+def source_name(path: Path | str) -> str:
+    """How messages name a path: `standard input` for `-`, the path otherwise."""
+    return "standard input" if str(path) == STDIN else str(path)
+
+
+def _read_stdin(fail: Callable[[str], ConfigError]) -> bytes:
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        raise fail("is closed; pipe the document in (`cat config.yaml | gpu-operator render -f -`)")
+    if stream.isatty():
+        raise fail("is a terminal, not a document: pipe the document in (`cat config.yaml | gpu-operator render "
+                   "-f -`), or give the file's path")
+    try:
+        return stream.buffer.read(MAX_FILE_BYTES + 1) if hasattr(stream, "buffer") else (
+            stream.read(MAX_FILE_BYTES + 1).encode("utf-8"))
+    except OSError as error:
+        raise fail(f"cannot be read: {error.strerror or error}") from None
+
+
 def read_text(path: Path | str) -> str:
-    """The file's text, decoded as UTF-8; ConfigError names the file and what is wrong with it."""
+    """The file's text (standard input's for `-`), decoded as UTF-8; ConfigError names the file and what is wrong
+    with it."""
     path = Path(path)
 
     def fail(message: str) -> ConfigError:
-        return ConfigError([Problem("", message)], str(path))
+        return ConfigError([Problem("", message)], source_name(path))
 
+    if str(path) == STDIN:
+        data = _read_stdin(fail)
+        if len(data) > MAX_FILE_BYTES:
+            raise fail(f"is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; a config document is a few KiB")
+        return _decode(data, fail)
     try:
         refused = _not_a_file(path)
         if refused:
@@ -315,7 +347,7 @@ def parse_yaml_documents(text: str, source: str) -> list[Any]:
 
 def read_yaml_documents(path: Path | str) -> list[Any]:
     """The non-empty documents of a YAML file, read strictly (see the module docstring)."""
-    return [d for d in parse_yaml_documents(read_text(path), str(path)) if d is not None]
+    return [d for d in parse_yaml_documents(read_text(path), source_name(path)) if d is not None]
 
 
 def read_yaml_document(path: Path | str) -> Any:
@@ -324,7 +356,7 @@ def read_yaml_document(path: Path | str) -> Any:
     if len(documents) > 1:
         raise ConfigError([Problem("", f"holds {len(documents)} YAML documents (separated by '---'); this file "
                                    "must hold one: remove the separators or split it into one file per document")],
-                          str(path))
+                          source_name(path))
     return documents[0] if documents else None
 
 

@@ -6,11 +6,17 @@ attribute name is not an error there: the attribute is missing on every device, 
 scheduling time, and the pod stays Pending. So we parse expressions with a real CEL parser (`celpy`) and check
 every attribute and capacity they read against :mod:`gpu_operator.dra.driver`, before anything is created.
 
-Evaluation (for `gpu-operator dra match`) follows Kubernetes' CEL environment: attributes of type version are
-semantic versions (`semver('580.0.0')`, `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`),
-capacities are quantities (`quantity('80Gi')`, `compareTo`, `isGreaterThan`, `isLessThan`, `asInteger`), and the
-string extensions `lowerAscii`, `upperAscii` are available. A runtime error (an attribute a device lacks) makes
-the expression fail for that device, as it does in the scheduler.
+Evaluation (for `gpu-operator dra match`) follows Kubernetes' CEL environment (k8s.io/apiserver pkg/cel
+semver.go, quantity.go and library/semverlib.go, quantity.go; k8s.io/dynamic-resource-allocation cel/compile.go):
+attributes of type version are semantic versions (`semver('580.0.0')`, `isGreaterThan`, `isLessThan`,
+`compareTo`, `major`, `minor`, `patch`), capacities are quantities (`quantity('80Gi')`, `compareTo`,
+`isGreaterThan`, `isLessThan`, `asInteger`, `add`, `sub`, `sign`), and the string extensions `lowerAscii`,
+`upperAscii` are available. Neither library type has an ordering: `<` on one is an error, and `==` with a value of
+another type is a `no such overload` error when the version or quantity is on the left (and plain false when it is
+on the right). Where the checker can see such a mistake (`driverVersion < semver('1.0.0')`, a capacity compared
+with a string) :func:`check_expression` reports it, as the API server refuses the claim; otherwise it is a runtime
+error (:class:`CelError`, in cel-go's words: `no such overload`, `no such key: <name>`), which stops the
+scheduler's allocation (see :mod:`gpu_operator.dra.match`).
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from functools import total_ordering
 from typing import Any, Literal, cast
 from collections.abc import Mapping, Sequence
 
 import celpy
+import celpy.evaluation
 import celpy.celtypes as ct
 from lark import Tree
 
@@ -31,6 +37,7 @@ from gpu_operator.dra.driver import REMOVED_ATTRIBUTES, DeviceFacts
 __all__ = [
     "CelError",
     "Quantity",
+    "QuantitySum",
     "Reference",
     "SemVer",
     "check_expression",
@@ -144,6 +151,73 @@ def _tree_references(tree: Tree) -> tuple[list[Reference], list[str]]:
     return found, problems
 
 
+#: The static type of a library call's result, as Kubernetes' CEL checker knows it (semver.go, quantity.go).
+_RESULT_TYPES = {
+    "semver": "kubernetes.Semver", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
+    "sub": "kubernetes.Quantity", "major": "int", "minor": "int", "patch": "int", "compareTo": "int",
+    "asInteger": "int", "sign": "int", "isGreaterThan": "bool", "isLessThan": "bool", "isInteger": "bool",
+    "isSemver": "bool", "isQuantity": "bool", "asApproximateFloat": "double", "lowerAscii": "string",
+    "upperAscii": "string", "contains": "bool", "startsWith": "bool", "endsWith": "bool", "matches": "bool",
+}
+_LIBRARY_TYPE_NAMES = ("kubernetes.Semver", "kubernetes.Quantity")
+_RELATIONS = {"relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",
+              "relation_eq": "_==_", "relation_ne": "_!=_"}
+_WRAPPERS = ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
+             "member", "primary")
+
+
+def _static_type(node: Any) -> str | None:
+    """The type the checker gives an operand, where it is fixed: a literal, a capacity (the device's capacity map
+    holds quantities) or a library call; None for dyn (an attribute is `any`, its type known only at run time)."""
+    while isinstance(node, Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if not isinstance(node, Tree):
+        return None
+    if node.data == "literal":
+        text = str(node.children[0])
+        if text[:1] in "'\"" or text[:2].lower() in ("r'", 'r"', "b'", 'b"'):
+            return "bytes" if text[:1].lower() == "b" else "string"
+        if text in ("true", "false"):
+            return "bool"
+        if text == "null":
+            return None
+        return "uint" if text.endswith(("u", "U")) else "double" if any(c in text for c in ".eE") else "int"
+    if node.data in ("member_dot", "member_index"):
+        access = _domain_access(node.children[0])
+        return "kubernetes.Quantity" if access is not None and access[0] == "capacity" else None
+    if node.data == "ident_arg":
+        return _RESULT_TYPES.get(str(node.children[0])) if str(node.children[0]) in ("semver", "quantity") else None
+    if node.data == "member_dot_arg":
+        return _RESULT_TYPES.get(str(node.children[1]))
+    return None
+
+
+def _type_errors(tree: Tree) -> list[str]:
+    """Comparisons Kubernetes' CEL checker refuses, so the API server rejects the claim (compile error): ordering
+    a version or quantity with `<`, `<=`, `>`, `>=` (neither type has those operators), and `==` / `!=` between
+    two different fixed types (a version and a string). Comparing with an attribute (dyn) passes the checker."""
+    errors: list[str] = []
+    for node in tree.iter_subtrees_topdown():
+        if node.data != "relation" or len(node.children) != 2 or not isinstance(node.children[0], Tree):
+            continue
+        operator = _RELATIONS.get(node.children[0].data)
+        if operator is None:
+            continue
+        left, right = _static_type(node.children[0].children[0]), _static_type(node.children[1])
+        shown = f"({left or 'any'}, {right or 'any'})"
+        if operator in ("_==_", "_!=_"):
+            refused = left is not None and right is not None and left != right and not (
+                {left, right} <= {"int", "uint", "double"})
+        else:
+            refused = left in _LIBRARY_TYPE_NAMES or right in _LIBRARY_TYPE_NAMES
+        if refused:
+            hint = (" (versions and quantities are ordered with isGreaterThan, isLessThan or compareTo)"
+                    if operator not in ("_==_", "_!=_") else "")
+            errors.append(f"is refused by the API server: found no matching overload for '{operator}' applied to "
+                          f"'{shown}'{hint}")
+    return errors
+
+
 def references(expression: str) -> list[Reference]:
     """Every attribute and capacity the expression reads; CelError when it does not parse."""
     return _tree_references(_parse(expression))[0]
@@ -157,6 +231,7 @@ def check_expression(expression: str, devices: Sequence[DeviceFacts]) -> list[st
     except CelError as error:
         return [str(error)]
     found, problems = _tree_references(tree)
+    problems += _type_errors(tree)
     kinds = "/".join(sorted({facts.kind for facts in devices}))
     for ref in found:
         if ref.map == "attributes":
@@ -199,18 +274,20 @@ def parse_quantity(text: str) -> Decimal:
     return value * Decimal(10) ** int(exponent[1:]) if exponent else value * _SUFFIXES[suffix or ""]
 
 
-@total_ordering
 class Quantity:
-    """A quantity in CEL (Kubernetes' quantity library): compared with compareTo, isGreaterThan, isLessThan."""
+    """A quantity in CEL (Kubernetes' quantity library): compared with compareTo, isGreaterThan, isLessThan.
+
+    Like Kubernetes' `kubernetes.Quantity`, it has equality with another quantity only (`==` against a string or
+    a number is a `no such overload` error) and no ordering: `<` is an error, `compareTo` is the comparison.
+    `add` and `sub` give a :class:`QuantitySum`, which Kubernetes hands back by reference: the comparison functions
+    and `==` with it on the left accept it, `==` with it on the right does not (Quantity.Equal asserts a value).
+    """
 
     def __init__(self, value: Decimal | int | str) -> None:
         self.value = parse_quantity(value) if isinstance(value, str) else Decimal(value)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Quantity) and self.value == other.value
-
-    def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
 
     def __hash__(self) -> int:
         return hash(self.value)
@@ -219,47 +296,170 @@ class Quantity:
         return f"Quantity({self.value})"
 
 
-_SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+class QuantitySum(Quantity):
+    """The result of `add` / `sub`: a quantity everywhere except on the right of `==`."""
 
 
-@total_ordering
+def _identifiers(text: str) -> tuple[str, ...]:
+    return tuple(text.split(".")) if text else ()
+
+
+#: Semantic versions as github.com/blang/semver/v4 `Parse` (which Kubernetes' semver library uses) accepts them:
+#: exactly three numbers without leading zeros, then optional pre-release and build identifiers.
+_SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+                     r"(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+                     r"(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
+                     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
+
+
 class SemVer:
-    """A semantic version in CEL (Kubernetes' semver library); pre-release and build parts are ignored when
-    comparing, as the driver publishes release versions only."""
+    """A semantic version in CEL (Kubernetes' semver library, `kubernetes.Semver`).
+
+    It has equality with another version only (pre-release counts, build metadata does not; `==` against a string
+    is a `no such overload` error, while a string on the left of `==` is merely unequal) and no ordering: `<` is an
+    error, versions are ordered with `isGreaterThan`, `isLessThan` and `compareTo` (:meth:`compare`).
+    """
 
     def __init__(self, text: str) -> None:
         match = _SEMVER.match(text)
         if match is None:
             raise ValueError(f"{text!r} is not a semantic version such as '580.65.6'")
         self.text = text
-        self.parts = tuple(int(part) for part in match.groups())
+        self.parts = tuple(int(part) for part in match.groups()[:3])
+        self.prerelease = _identifiers(match.group(4) or "")
+
+    def compare(self, other: SemVer) -> int:
+        """-1, 0 or 1 as semantic versioning orders them (a pre-release comes before its release)."""
+        if self.parts != other.parts:
+            return (self.parts > other.parts) - (self.parts < other.parts)
+        if self.prerelease == other.prerelease:
+            return 0
+        if not self.prerelease or not other.prerelease:
+            return 1 if not self.prerelease else -1
+        for mine, theirs in zip(self.prerelease, other.prerelease):
+            if mine == theirs:
+                continue
+            if mine.isdigit() and theirs.isdigit():
+                return 1 if int(mine) > int(theirs) else -1
+            if mine.isdigit() != theirs.isdigit():
+                return -1 if mine.isdigit() else 1
+            return 1 if mine > theirs else -1
+        return (len(self.prerelease) > len(other.prerelease)) - (len(self.prerelease) < len(other.prerelease))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SemVer) and self.parts == other.parts
-
-    def __lt__(self, other: SemVer) -> bool:
-        return self.parts < other.parts
+        return isinstance(other, SemVer) and self.compare(other) == 0
 
     def __hash__(self) -> int:
-        return hash(self.parts)
+        return hash((self.parts, self.prerelease))
 
     def __repr__(self) -> str:
         return f"SemVer({self.text})"
 
 
+_NO_OVERLOAD = "no such overload"
+_INT64 = 1 << 63
+
+
 def _compare(a: Any, b: Any) -> ct.IntType:
-    if type(a) is not type(b) or not isinstance(a, (Quantity, SemVer)):
-        raise TypeError(f"compareTo needs two quantities or two versions, got {a!r} and {b!r}")
-    return ct.IntType((a > b) - (a < b))
+    if isinstance(a, SemVer) and isinstance(b, SemVer):
+        return ct.IntType(a.compare(b))
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return ct.IntType((a.value > b.value) - (a.value < b.value))
+    raise TypeError(_NO_OVERLOAD)
 
 
 def _semver(text: Any) -> SemVer:
+    """`semver(<string>)`; a string that is no version fails with the parser's words (blang/semver v4 `Parse`)."""
+    if not isinstance(text, str):
+        raise TypeError(_NO_OVERLOAD)
+    if not text:
+        raise ValueError("Version string empty")
+    if len(text.split(".", 2)) != 3:
+        raise ValueError("No Major.Minor.Patch elements found")
     return SemVer(str(text))
 
 
 def _quantity(text: Any) -> Quantity:
+    if not isinstance(text, str):
+        raise TypeError(_NO_OVERLOAD)
     return Quantity(str(text))
 
+
+def _as_int64(q: Any) -> int | None:
+    if not isinstance(q, Quantity):
+        raise TypeError(_NO_OVERLOAD)
+    value = q.value
+    if value != value.to_integral_value() or not -_INT64 <= value < _INT64:
+        return None
+    return int(value)
+
+
+def _as_integer(q: Any) -> ct.IntType:
+    value = _as_int64(q)
+    if value is None:
+        raise ValueError("cannot convert value to integer")
+    return ct.IntType(value)
+
+
+def _arithmetic(sign: int) -> Any:
+    def apply(a: Any, b: Any) -> QuantitySum:
+        if not isinstance(a, Quantity) or not isinstance(b, (Quantity, ct.IntType)) or isinstance(b, ct.BoolType):
+            raise TypeError(_NO_OVERLOAD)
+        other = b.value if isinstance(b, Quantity) else Decimal(int(b))
+        return QuantitySum(a.value + sign * other)
+    return apply
+
+
+def _version_part(index: int) -> Any:
+    def part(v: Any) -> ct.IntType:
+        if not isinstance(v, SemVer):
+            raise TypeError(_NO_OVERLOAD)
+        return ct.IntType(v.parts[index])
+    return part
+
+
+_LIBRARY_TYPES = (SemVer, Quantity)
+
+
+def _equal(a: Any, b: Any) -> Any:
+    """`==` as cel-go evaluates it: the left operand's Equal decides. A version or quantity on the left errs on
+    any other type (Semver.Equal / Quantity.Equal: MaybeNoSuchOverloadErr); anything else on the left is merely
+    unequal to one (String.Equal and the like return false). An error on either side stays the error."""
+    for operand in (a, b):
+        if isinstance(operand, celpy.CELEvalError):
+            return operand
+    if isinstance(a, _LIBRARY_TYPES):
+        # Equal asserts the other side is a value of its own type: a version, or a quantity held by value (the
+        # result of add / sub is held by reference, so it is accepted on the left only)
+        same = isinstance(b, SemVer) if isinstance(a, SemVer) else (
+            isinstance(b, Quantity) and not isinstance(b, QuantitySum))
+        if not same:
+            raise TypeError(_NO_OVERLOAD)
+        return ct.BoolType(a == b)
+    if isinstance(b, _LIBRARY_TYPES):
+        return ct.BoolType(False)
+    return _BASE_EQ(a, b)
+
+
+def _not_equal(a: Any, b: Any) -> Any:
+    result = _equal(a, b)
+    return result if isinstance(result, Exception) else ct.BoolType(not result)
+
+
+def _ordered(base: Any) -> Any:
+    """`<`, `<=`, `>`, `>=`: versions and quantities have no ordering operators in Kubernetes' CEL."""
+    def compare(a: Any, b: Any) -> Any:
+        for operand in (a, b):
+            if isinstance(operand, celpy.CELEvalError):
+                return operand
+        if isinstance(a, _LIBRARY_TYPES) or isinstance(b, _LIBRARY_TYPES):
+            raise TypeError(_NO_OVERLOAD)
+        return base(a, b)
+    return compare
+
+
+_BASE = celpy.evaluation.base_functions
+_BASE_EQ = _BASE["_==_"]
 
 _FUNCTIONS: dict[str, Any] = {
     "quantity": _quantity,
@@ -269,15 +469,37 @@ _FUNCTIONS: dict[str, Any] = {
     "compareTo": _compare,
     "isGreaterThan": lambda a, b: ct.BoolType(_compare(a, b) > 0),
     "isLessThan": lambda a, b: ct.BoolType(_compare(a, b) < 0),
-    "major": lambda v: ct.IntType(v.parts[0]),
-    "minor": lambda v: ct.IntType(v.parts[1]),
-    "patch": lambda v: ct.IntType(v.parts[2]),
-    "asInteger": lambda q: ct.IntType(int(q.value)),
-    "isInteger": lambda q: ct.BoolType(q.value == q.value.to_integral_value()),
+    "major": _version_part(0),
+    "minor": _version_part(1),
+    "patch": _version_part(2),
+    "asInteger": _as_integer,
+    "isInteger": lambda q: ct.BoolType(_as_int64(q) is not None),
     "asApproximateFloat": lambda q: ct.DoubleType(float(q.value)),
+    "sign": lambda q: ct.IntType((q.value > 0) - (q.value < 0)),
+    "add": _arithmetic(1),
+    "sub": _arithmetic(-1),
     "lowerAscii": lambda s: ct.StringType(str(s).lower()),
     "upperAscii": lambda s: ct.StringType(str(s).upper()),
+    "_==_": _equal,
+    "_!=_": _not_equal,
+    **{op: _ordered(_BASE[op]) for op in ("_<_", "_<=_", "_>_", "_>=_")},
 }
+
+
+class _DomainMap(ct.MapType):
+    """`device.attributes` / `device.capacity`: a domain the device has nothing in reads as an empty map, as in
+    Kubernetes (newStringInterfaceMapWithDefault), so only the name after it can be missing."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(key) if key in self else ct.MapType({})
+
+
+def _cel_device(device: Mapping[str, Any]) -> ct.MapType:
+    value = _cel_value(device)
+    for field in ("attributes", "capacity"):
+        if field in value:
+            value[ct.StringType(field)] = _DomainMap(value[ct.StringType(field)])
+    return value
 
 
 def _cel_value(value: Any) -> Any:
@@ -300,9 +522,11 @@ def evaluate(expression: str, device: Mapping[str, Any]) -> bool:
     tree = _parse(expression)
     program = _ENV.program(tree, functions=_FUNCTIONS)
     try:
-        result = program.evaluate({"device": _cel_value(device)})
+        result = program.evaluate({"device": _cel_device(device)})
     except celpy.CELEvalError as error:
         raise CelError(_eval_message(error)) from None
+    except (TypeError, ValueError, ArithmeticError) as error:
+        raise CelError(_runtime_message(error)) from None
     if isinstance(result, celpy.CELEvalError):
         raise CelError(_eval_message(result))
     if not isinstance(result, ct.BoolType):
@@ -310,5 +534,30 @@ def evaluate(expression: str, device: Mapping[str, Any]) -> bool:
     return bool(result)
 
 
-def _eval_message(error: Exception) -> str:
+def _runtime_message(error: BaseException) -> str:
+    """An evaluation error in cel-go's words: a wrong type is `no such overload`, a missing map key `no such key`."""
+    if isinstance(error, TypeError):
+        return _NO_OVERLOAD
+    if isinstance(error, KeyError):
+        return f"no such key: {error.args[0] if error.args else ''}".rstrip(": ")
     return str(error.args[0]) if error.args else str(error)
+
+
+_MISSING_MEMBER = re.compile(r"^no such member in mapping: '(.*)'$")
+
+
+def _eval_message(error: celpy.CELEvalError) -> str:
+    """celpy's error in cel-go's words (`no such overload`, `no such key: <name>`, the library's own message)."""
+    text = str(error.args[0]) if error.args else str(error)
+    kind = error.args[1] if len(error.args) >= 2 else None
+    details = error.args[2] if len(error.args) >= 3 and isinstance(error.args[2], tuple) else ()
+    missing = _MISSING_MEMBER.match(text)
+    if missing is not None:
+        return f"no such key: {missing.group(1)}"
+    if kind is KeyError:
+        return f"no such key: {details[0]}" if details else "no such key"
+    if isinstance(kind, type) and issubclass(kind, TypeError):
+        return _NO_OVERLOAD
+    if kind is ValueError and details:
+        return str(details[0])
+    return text

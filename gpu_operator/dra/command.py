@@ -3,9 +3,9 @@
 The node's GPUs are read through the agents' NVML layer (a simulated node, or `auto` for this machine's GPUs)
 and published the way NVIDIA's DRA driver would (:mod:`gpu_operator.dra.slices`); every ResourceClaim and
 ResourceClaimTemplate in the file is then evaluated against them (:mod:`gpu_operator.dra.match`): per request,
-which devices pass the DeviceClass and the selectors (and why the others do not), and the devices an allocation
-would take. Other kinds in the file (a Pod, a ComputeDomain) are listed as not evaluated. `--slice` prints the
-ResourceSlice too, to apply to a test cluster.
+how many devices pass the DeviceClass and the selectors, which, and the first reasons the others do not (`-v`:
+every device with its verdict), and the devices an allocation would take. Other kinds in the file (a Pod, a
+ComputeDomain) are listed as not evaluated. `--slice` prints the ResourceSlice too, to apply to a test cluster.
 
 Exit status: 0 when every claim can be allocated on the node, 3 when one cannot, 2 for a bad file or option.
 """
@@ -16,12 +16,13 @@ import argparse
 import os
 from pathlib import Path
 from typing import Any, TextIO
+from collections.abc import Sequence
 
 import yaml
 
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.yaml_reader import read_yaml_documents
-from gpu_operator.dra.match import ClaimError, MatchResult, match_claim
+from gpu_operator.dra.match import ClaimError, MatchResult, RequestResult, match_claim
 from gpu_operator.dra.slices import PublishedDevice, node_devices, resource_slice
 
 __all__ = ["EXIT_NO_MATCH", "add_dra_parser", "run_dra"]
@@ -44,6 +45,8 @@ def add_dra_parser(commands: Any, path_type: Any) -> None:
                             "GPUs (auto; env GPU_OPERATOR_NVML)")
     match.add_argument("--node", default="node", help="node name in the ResourceSlice (default: node)")
     match.add_argument("--slice", action="store_true", help="print the ResourceSlice as well")
+    match.add_argument("-v", "--verbose", action="store_true",
+                       help="every device's verdict per request (default: the matches and the first reasons)")
 
 
 def _devices(spec: str) -> tuple[list[PublishedDevice], bool]:
@@ -73,20 +76,49 @@ def _describe(device: PublishedDevice) -> str:
     return "  ".join(parts)
 
 
-def _report(result: MatchResult, kind: str, out: TextIO) -> None:
+#: Distinct reasons a summary names per request, and device names it lists per reason (`-v` shows every device).
+_FIRST_REASONS = 3
+_NAMES_SHOWN = 4
+
+
+def _names(devices: Sequence[str]) -> str:
+    shown = ", ".join(devices[:_NAMES_SHOWN])
+    return shown + (f", ... ({len(devices)} in all)" if len(devices) > _NAMES_SHOWN else "")
+
+
+def _request_summary(request: RequestResult, out: TextIO) -> None:
+    """The devices that match, then the first reasons the others do not, each with the devices it holds for."""
+    matching = [c.device.name for c in request.candidates if c.matches]
+    if matching:
+        print(f"    match: {_names(matching)}", file=out)
+    reasons: dict[str, list[str]] = {}
+    for candidate in request.candidates:
+        if not candidate.matches:
+            reasons.setdefault(candidate.error or candidate.reason, []).append(candidate.device.name)
+    for reason, devices in list(reasons.items())[:_FIRST_REASONS]:
+        print(f"    no ({len(devices)}): {reason}: {_names(devices)}", file=out)
+    if len(reasons) > _FIRST_REASONS:
+        print(f"    ... {len(reasons) - _FIRST_REASONS} more reasons (-v lists every device)", file=out)
+
+
+def _report(result: MatchResult, kind: str, out: TextIO, verbose: bool = False) -> None:
+    """One claim: per request how many devices match and why the others do not (every device with `verbose`)."""
     print(f"{kind} {result.claim}:", file=out)
     for request in result.requests:
         wanted = "all" if request.wanted is None else str(request.wanted)
         print(f"  request {request.name}: {wanted} of {request.device_class}, {len(request.matching)} of "
               f"{len(request.candidates)} devices match", file=out)
+        if not verbose:
+            _request_summary(request, out)
+            continue
         for candidate in request.candidates:
-            verdict = "match" if candidate.matches else f"no: {candidate.reason}"
+            verdict = "match" if candidate.matches else f"no: {candidate.error or candidate.reason}"
             print(f"    {candidate.device.name:<28} {_describe(candidate.device)}  -> {verdict}", file=out)
     if result.allocation is not None:
         taken = "; ".join(f"{name}: {', '.join(devices)}" for name, devices in result.allocation.items())
         print(f"  allocated: {taken}", file=out)
     else:
-        print(f"  NOT allocatable: {result.reason}", file=out)
+        print(f"  NOT allocatable: {result.error or result.reason}", file=out)
 
 
 def run_dra(args: argparse.Namespace, out: TextIO) -> int:
@@ -101,7 +133,12 @@ def run_dra(args: argparse.Namespace, out: TextIO) -> int:
     spec = args.nvml if args.nvml is not None else os.environ.get("GPU_OPERATOR_NVML", "auto")
     devices, simulated = _devices(spec)
     node = f"{spec} ({'simulated' if simulated else 'this machine'})"
-    print(f"node {node}: {len(devices)} devices published by gpu.nvidia.com"
+    products: dict[str, int] = {}
+    for device in devices:
+        product = str(device.attributes.get("productName", "unknown"))
+        products[product] = products.get(product, 0) + 1
+    kinds = ", ".join(f"{count}x {product}" for product, count in products.items())
+    print(f"node {node}: {len(devices)} devices published by gpu.nvidia.com ({kinds})"
           + ("; the PCIe root of a simulated GPU is its NUMA node's" if simulated else ""), file=out)
     if args.slice:
         print("---\n" + yaml.safe_dump(resource_slice(args.node, devices), sort_keys=False) + "---", file=out)
@@ -116,7 +153,7 @@ def run_dra(args: argparse.Namespace, out: TextIO) -> int:
         except ClaimError as error:
             raise ConfigError([Problem(f"documents[{documents.index(document)}].{error.path}",
                                        str(error).split(": ", 1)[1])], str(path)) from None
-        _report(result, document["kind"], out)
+        _report(result, document["kind"], out, verbose=args.verbose)
         if result.allocation is None:
             status = EXIT_NO_MATCH
     return status

@@ -32,6 +32,7 @@ __all__ = [
     "DRA_NODE_LABEL",
     "DraChartFacts",
     "GPU_DRIVER",
+    "MIN_COMPUTE_DOMAIN_DRIVER",
     "MIN_DRIVER_BRANCH",
     "MIN_KUBERNETES",
     "REMOVED_ATTRIBUTES",
@@ -47,10 +48,15 @@ STANDARD_DOMAIN = "resource.kubernetes.io"
 #: Nodes whose kubelet plugin runs: the chart's `kubeletPlugin.nodeSelector`, and what the driver manager is told
 #: marks nodes whose GPU pods hold DRA claims (`NODE_LABEL_FOR_GPU_POD_EVICTION`).
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
-#: `resource.k8s.io/v1` (DeviceClass with extendedResourceName, ResourceClaim) is served from Kubernetes 1.34.
-MIN_KUBERNETES = (1, 34)
-#: The DRA driver's GPU plugin needs an R580 or newer driver branch.
-MIN_DRIVER_BRANCH = 580
+#: The driver's prerequisites (docs/prerequisites.md): Kubernetes 1.34.2 or later (`resource.k8s.io/v1` is
+#: served from 1.34; the driver asks for the 1.34.2 patch release).
+MIN_KUBERNETES = (1, 34, 2)
+#: GPU allocation needs an NVIDIA driver of the R565 branch or later (docs/prerequisites.md).
+MIN_DRIVER_BRANCH = 565
+#: ComputeDomains need driver 570.158.01 or later: the compute-domain kubelet plugin's IMEXDaemonsWithDNSNames
+#: feature, on by default, refuses older drivers (cmd/compute-domain-kubelet-plugin/main.go,
+#: IMEXDaemonsWithDNSNamesMinDriverVersion).
+MIN_COMPUTE_DOMAIN_DRIVER = (570, 158, 1)
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,22 @@ For each request of a ResourceClaim (or of a ResourceClaimTemplate's claim spec)
 its DeviceClass selects and that pass every one of its own selectors; `exactly` asks for `count` of them
 (`allocationMode: ExactCount`, the default, count 1) or for every candidate (`All`), `firstAvailable` takes the
 first subrequest that can be satisfied. `constraints[].matchAttribute` then requires the devices of the requests
-it names to share that attribute's value (for example one `resource.kubernetes.io/pcieRoot`); the search tries
-device combinations until one satisfies every constraint. Devices are never shared between requests.
+it names to share that attribute's value (for example one `resource.kubernetes.io/pcieRoot`). Devices are never
+shared between requests.
+
+The search is the scheduler's (k8s.io/dynamic-resource-allocation structured/internal/stable allocator_stable.go,
+`allocateOne`, `isSelectable`, `selectorsMatch`): requests in order, each device slot filled by scanning the
+node's devices in slice order, depth first, the first solution taken. A selector that fails to evaluate on a
+device the scan reaches (a missing attribute, a version compared with a string) is no "no match": it aborts the
+whole allocation with a CEL runtime error, which is what the scheduler reports for the pod; an `All` request
+evaluates every device before the search, so an error anywhere aborts it.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from gpu_operator.dra.cel import CelError, check_expression, evaluate
 from gpu_operator.dra.driver import DEVICE_CLASSES, DeviceClassFacts, device_class
@@ -37,6 +43,9 @@ class Candidate:
     device: PublishedDevice
     matches: bool
     reason: str = ""
+    error: str = ""
+    """The scheduler's words when a selector failed to evaluate on this device (`class X: selector #0: CEL
+    runtime error: no such key: profile`); empty when it evaluated."""
 
 
 @dataclass
@@ -61,6 +70,8 @@ class MatchResult:
     requests: list[RequestResult]
     allocation: dict[str, list[str]] | None
     reason: str = ""
+    error: str = ""
+    """Set when the scheduler's search stops at a CEL runtime error: the pod stays Pending with this error."""
 
 
 def claim_spec(document: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], str]:
@@ -97,19 +108,22 @@ def _selectors(path: str, exact: Mapping[str, Any], cls: DeviceClassFacts) -> li
     return expressions
 
 
-def _verdict(device: PublishedDevice, cls: DeviceClassFacts, expressions: Sequence[str]) -> Candidate:
+def _verdict(device: PublishedDevice, cls: DeviceClassFacts, expressions: Sequence[str], claim: str) -> Candidate:
     cel_device = device.cel_device()
-    for label, expression in [(f"DeviceClass {cls.name}", cls.expression), *[
-            (f"selector {i}", e) for i, e in enumerate(expressions)]]:
+    labelled = [(f"DeviceClass {cls.name}", f"class {cls.name}", 0, cls.expression),
+                *[(f"selector {i}", f"claim {claim}", i, e) for i, e in enumerate(expressions)]]
+    for label, owner, index, expression in labelled:
         try:
             if not evaluate(expression, cel_device):
                 return Candidate(device, False, f"{label} is false")
         except CelError as error:
-            return Candidate(device, False, f"{label} failed: {error}")
+            return Candidate(device, False, f"{label} failed: {error}",
+                             f"{owner}: selector #{index}: CEL runtime error: {error}")
     return Candidate(device, True)
 
 
-def _request(path: str, name: str, exact: Mapping[str, Any], devices: Sequence[PublishedDevice]) -> RequestResult:
+def _request(path: str, name: str, exact: Mapping[str, Any], devices: Sequence[PublishedDevice],
+             claim: str) -> RequestResult:
     cls = _class(path, exact.get("deviceClassName"))
     expressions = _selectors(path, exact, cls)
     mode = exact.get("allocationMode", "ExactCount")
@@ -119,7 +133,7 @@ def _request(path: str, name: str, exact: Mapping[str, Any], devices: Sequence[P
     if mode == "ExactCount" and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         raise ClaimError(f"{path}.count", f"{count!r} must be a positive whole number")
     result = RequestResult(name, cls.name, count if mode == "ExactCount" else None)
-    result.candidates = [_verdict(device, cls, expressions) for device in devices]
+    result.candidates = [_verdict(device, cls, expressions, claim) for device in devices]
     return result
 
 
@@ -140,37 +154,89 @@ def _satisfies(picked: Mapping[str, list[PublishedDevice]], constraints: Sequenc
     return True
 
 
-def _choices(request: RequestResult, used: set[str]) -> Iterator[list[PublishedDevice]]:
-    free = [d for d in request.matching if d.name not in used]
-    if request.wanted is None:
-        if free and len(free) == len(request.matching):
-            yield free
-        return
-    yield from (list(combo) for combo in itertools.combinations(free, request.wanted))
+class _Aborted(Exception):
+    """The search stopped at an error, as the scheduler's allocator returns one."""
 
 
-def _search(options: Sequence[Sequence[RequestResult]], constraints: Sequence[Mapping[str, Any]]
-            ) -> dict[str, list[PublishedDevice]] | None:
-    def step(index: int, picked: dict[str, list[PublishedDevice]], used: set[str]
-             ) -> dict[str, list[PublishedDevice]] | None:
-        if index == len(options):
-            return dict(picked) if _satisfies(picked, constraints) else None
-        for sub in options[index]:
-            for choice in _choices(sub, used):
-                picked[sub.name] = choice
-                if _satisfies(picked, constraints):
-                    found = step(index + 1, picked, used | {d.name for d in choice})
-                    if found is not None:
-                        return found
-                del picked[sub.name]
-        return None
+class _Search:
+    """The allocator's depth-first search over `options` (per request, its alternatives: one for `exactly`, the
+    subrequests of `firstAvailable` in order)."""
 
-    return step(0, {}, set())
+    def __init__(self, claim: str, options: Sequence[Sequence[RequestResult]],
+                 constraints: Sequence[Mapping[str, Any]]) -> None:
+        self.claim, self.options, self.constraints = claim, options, constraints
+        self.picked: dict[str, list[PublishedDevice]] = {}
+        self.used: set[str] = set()
+
+    def validate(self) -> None:
+        """validateDeviceRequest: an `All` request evaluates every device up front."""
+        for alternatives in self.options:
+            for sub in alternatives:
+                if sub.wanted is None:
+                    for candidate in sub.candidates:
+                        if candidate.error:
+                            raise _Aborted(candidate.error)
+
+    def run(self) -> dict[str, list[PublishedDevice]] | None:
+        self.validate()
+        return dict(self.picked) if self._request(0) else None
+
+    def _request(self, index: int) -> bool:
+        if index == len(self.options):
+            return True
+        return any(self._fill(index, sub, 0) for sub in self.options[index])
+
+    def _take(self, sub: RequestResult, device: PublishedDevice) -> bool:
+        self.picked.setdefault(sub.name, []).append(device)
+        if _satisfies(self.picked, self.constraints):
+            self.used.add(device.name)
+            return True
+        self._drop(sub, device)
+        return False
+
+    def _drop(self, sub: RequestResult, device: PublishedDevice) -> None:
+        self.picked[sub.name].remove(device)
+        if not self.picked[sub.name]:
+            del self.picked[sub.name]
+        self.used.discard(device.name)
+
+    def _fill(self, index: int, sub: RequestResult, slot: int) -> bool:
+        if sub.wanted is None:
+            everything = sub.matching
+            if not everything:
+                return False
+            if slot == len(everything):
+                return self._request(index + 1)
+            device = everything[slot]
+            if device.name in self.used:
+                return False
+            if not self._take(sub, device):
+                raise _Aborted(f"claim {self.claim}, request {sub.name}: cannot add device {device.name} because a "
+                               "claim constraint would not be satisfied")
+            if self._fill(index, sub, slot + 1):
+                return True
+            self._drop(sub, device)
+            return False
+        if slot == sub.wanted:
+            return self._request(index + 1)
+        for candidate in sub.candidates:
+            if candidate.device.name in self.used:
+                continue
+            if candidate.error:
+                raise _Aborted(candidate.error)
+            if not candidate.matches or not self._take(sub, candidate.device):
+                continue
+            if self._fill(index, sub, slot + 1):
+                return True
+            self._drop(sub, candidate.device)
+        return False
 
 
 def match_claim(document: Mapping[str, Any], devices: Sequence[PublishedDevice]) -> MatchResult:
     """Evaluate a ResourceClaim or ResourceClaimTemplate against `devices`; ClaimError for a bad claim."""
     claim, spec, path = claim_spec(document)
+    namespace = (document.get("metadata") or {}).get("namespace")
+    owner = f"{namespace}/{claim}" if namespace else claim
     requests = (spec.get("devices") or {}).get("requests") or []
     if not requests:
         raise ClaimError(f"{path}.devices.requests", "lists no request: add one (name, exactly.deviceClassName)")
@@ -181,17 +247,20 @@ def match_claim(document: Mapping[str, Any], devices: Sequence[PublishedDevice])
         if not name:
             raise ClaimError(f"{where}.name", "missing: every request has a name")
         if request.get("exactly") is not None:
-            options.append([_request(f"{where}.exactly", name, request["exactly"], devices)])
+            options.append([_request(f"{where}.exactly", name, request["exactly"], devices, owner)])
         elif request.get("firstAvailable"):
             options.append([
-                _request(f"{where}.firstAvailable[{i}]", name, sub, devices)
+                _request(f"{where}.firstAvailable[{i}]", name, sub, devices, owner)
                 for i, sub in enumerate(request["firstAvailable"])
             ])
         else:
             raise ClaimError(where, "needs exactly (one DeviceClass) or firstAvailable (alternatives)")
     results = [sub for alternatives in options for sub in alternatives]
     constraints = (spec.get("devices") or {}).get("constraints") or []
-    found = _search(options, constraints)
+    try:
+        found = _Search(owner, options, constraints).run()
+    except _Aborted as aborted:
+        return MatchResult(claim, results, None, f"the scheduler stops with an error: {aborted}", str(aborted))
     if found is None:
         short = [f"{r.name} wants {'all' if r.wanted is None else r.wanted} of {len(r.matching)} matching"
                  for r in results]

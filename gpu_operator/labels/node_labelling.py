@@ -1,20 +1,28 @@
 """The labels NVIDIA's node labeller keeps on GPU nodes, as one pure function from a node's labels to changes.
 
-NVIDIA's operator (its NodeLabelingReconciler) keeps these labels on every node; every operand DaemonSet selects
+NVIDIA's operator (its NodeLabelingReconciler, controllers/nodelabeling_controller.go, over the helpers of
+controllers/state_manager.go) keeps these labels on every node; every operand DaemonSet selects
 `nvidia.com/gpu.deploy.<operand>=true`, so a node nobody labels runs nothing:
 
 * `nvidia.com/gpu.present`: `true` while NFD reports an NVIDIA PCI device (`feature.node.kubernetes.io/
   pci-10de.present`, `pci-0302_10de.present` or `pci-0300_10de.present` is `true`); `false`, not removed, once
-  none does. Without it `true`, every deploy label goes.
-* the deploy labels of the node's workload config: `container` (driver, GFD, toolkit, device plugin, DCGM and its
-  exporter, node status exporter, validator, and the MIG manager on MIG-capable GPUs), `vm-passthrough` or
-  `vm-vgpu` (the sandbox operands), and `client` on every GPU node; limited to the operands the config enables.
-  The workload is the node's `nvidia.com/gpu.workload.config` when sandbox workloads are on and the value is
-  valid, else `sandboxWorkloads.defaultWorkload`; with sandbox workloads off, every node is `container`.
+  none does. Without it `true`, every deploy label we own goes.
+* the whole deploy-label set of the node's workload config, whichever operands the config enables (a label no
+  DaemonSet selects is harmless, and the set is NVIDIA's `gpuStateLabels`): `container` (driver, GFD, toolkit,
+  device plugin, DCGM and its exporter, node status exporter, validator), `vm-passthrough` (the KubeVirt sandbox
+  device plugin, or the Kata one with `sandboxWorkloads.mode: kata`, sandbox validator, VFIO manager, Kata
+  manager, CC manager) or `vm-vgpu` (sandbox device plugin, vGPU manager, vGPU device manager, sandbox
+  validator, CC manager), and `client` in each. The workload is the node's `nvidia.com/gpu.workload.config` when
+  sandbox workloads are on and the value is valid, else `sandboxWorkloads.defaultWorkload`; with sandbox
+  workloads off, every node is `container`.
+* `mig-manager` on MIG-capable `container` nodes that lack the key (NVIDIA checks presence, so an empty value is
+  kept); on a `container` node it is never removed, on the other workloads it always is.
 * A deploy label that already holds a non-empty value keeps it (pause values such as `paused-for-mig-change`,
   `paused-for-driver-upgrade`, `<old>_paused-for-driver-upgrade`, `pre-installed`, or `false` set on purpose);
-  an empty value counts as absent. Deploy labels outside the set are removed.
-* `nvidia.com/gpu.deploy.operands=false` (set by a user) removes every deploy label of the node.
+  an empty value counts as absent. Deploy labels we own (:data:`OWNED_DEPLOY_LABELS`: every key of every
+  workload set, `mig-manager`, and the DRA stack's keys) outside the set are removed; any other
+  `nvidia.com/gpu.deploy.*` label belongs to someone else and is left alone.
+* `nvidia.com/gpu.deploy.operands=false` (set by a user) removes every deploy label we own from the node.
 * `nvidia.com/mig.config`: seeded with `migManager.config.default` on MIG-capable container nodes that lack it,
   when the MIG manager runs. MIG-capable: GFD's `nvidia.com/mig.capable=true`, else a product name with A100, A30
   or H100; never on a vGPU host (`nvidia.com/vgpu.host-driver-version`).
@@ -39,6 +47,8 @@ __all__ = [
     "MIG_CAPABLE_LABEL",
     "MIG_CONFIG_LABEL",
     "OPERANDS_SWITCH",
+    "OWNED_DEPLOY_LABELS",
+    "SANDBOX_DEVICE_PLUGINS",
     "WORKLOAD_CONFIG_LABEL",
     "WORKLOAD_OPERANDS",
     "apply_changes",
@@ -66,32 +76,42 @@ GPU_PCI_LABELS = (
     "feature.node.kubernetes.io/pci-0300_10de.present",
 )
 
-#: The operands (deploy-label suffixes) each workload config runs.
+#: Sandbox modes (`sandboxWorkloads.mode`) and the device plugin each runs on `vm-passthrough` nodes.
+SANDBOX_DEVICE_PLUGINS: Mapping[str, str] = MappingProxyType({
+    "kubevirt": "sandbox-device-plugin", "kata": "kata-sandbox-device-plugin",
+})
+#: Set on every GPU node whatever its workload (third-party GPU clients select it).
+CLIENT = "client"
+MIG_MANAGER = "mig-manager"
+#: The operands (deploy-label suffixes) each workload config runs, as NVIDIA's `gpuStateLabels`; `vm-passthrough`
+#: runs one of :data:`SANDBOX_DEVICE_PLUGINS` besides these.
 WORKLOAD_OPERANDS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "container": (
         "driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
         "node-status-exporter", "operator-validator",
     ),
-    "vm-passthrough": (
-        "sandbox-device-plugin", "kata-sandbox-device-plugin", "sandbox-validator", "vfio-manager", "cc-manager",
-    ),
+    "vm-passthrough": ("sandbox-validator", "vfio-manager", "kata-manager", "cc-manager"),
     "vm-vgpu": ("sandbox-device-plugin", "vgpu-manager", "vgpu-device-manager", "sandbox-validator", "cc-manager"),
 })
-#: Set on every GPU node whatever its workload (third-party GPU clients select it).
-CLIENT = "client"
-MIG_MANAGER = "mig-manager"
+#: The DRA stack's deploy labels (NVIDIA's `gpuClusterStateLabels`): swept from nodes the ClusterPolicy labels.
+_DRA_OPERANDS = ("driver", "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra")
+#: Every deploy-label suffix this labeller owns; it never touches any other `nvidia.com/gpu.deploy.*` label.
+OWNED_DEPLOY_LABELS: frozenset[str] = frozenset({
+    *(operand for operands in WORKLOAD_OPERANDS.values() for operand in operands),
+    *SANDBOX_DEVICE_PLUGINS.values(), MIG_MANAGER, CLIENT, *_DRA_OPERANDS,
+})
 
 
 @dataclass(frozen=True)
 class LabellingPolicy:
-    """What the config says about labelling: the operands it renders and the sandbox and MIG settings."""
+    """What the config says about labelling: the sandbox and MIG settings of the ClusterPolicy."""
 
-    enabled_operands: frozenset[str]
-    """Deploy-label suffixes some rendered DaemonSet selects (an operand the config turns off gets no label)."""
     sandbox_enabled: bool = False
     default_workload: str = "container"
     mig_manager_enabled: bool = False
     mig_default_config: str = ""
+    sandbox_mode: str = "kubevirt"
+    """`sandboxWorkloads.mode`: which sandbox device plugin `vm-passthrough` nodes run."""
 
 
 def is_gpu_node(labels: Mapping[str, str]) -> bool:
@@ -115,14 +135,17 @@ def mig_capable(labels: Mapping[str, str]) -> bool:
 
 
 def desired_operands(labels: Mapping[str, str], policy: LabellingPolicy) -> tuple[str, ...]:
-    """The deploy-label suffixes the node should carry (empty for a node that is not a GPU node)."""
+    """The deploy-label suffixes the node's workload calls for (empty for a node that is not a GPU node);
+    `mig-manager` on MIG-capable container nodes."""
     if not is_gpu_node(labels) or labels.get(OPERANDS_SWITCH) == "false":
         return ()
     workload = workload_of(labels, policy)
     wanted = list(WORKLOAD_OPERANDS[workload])
+    if workload == "vm-passthrough":
+        wanted.insert(0, SANDBOX_DEVICE_PLUGINS.get(policy.sandbox_mode, SANDBOX_DEVICE_PLUGINS["kubevirt"]))
     if workload == "container" and mig_capable(labels):
         wanted.append(MIG_MANAGER)
-    return (*[operand for operand in wanted if operand in policy.enabled_operands], CLIENT)
+    return (*wanted, CLIENT)
 
 
 def label_changes(labels: Mapping[str, str], policy: LabellingPolicy) -> dict[str, str | None]:
@@ -133,11 +156,19 @@ def label_changes(labels: Mapping[str, str], policy: LabellingPolicy) -> dict[st
         changes[GPU_PRESENT_LABEL] = "true"
     elif not gpu and GPU_PRESENT_LABEL in labels and labels[GPU_PRESENT_LABEL] != "false":
         changes[GPU_PRESENT_LABEL] = "false"
-    wanted = {f"{DEPLOY_LABEL_PREFIX}{operand}" for operand in desired_operands(labels, policy)}
-    for key, value in labels.items():
-        if key.startswith(DEPLOY_LABEL_PREFIX) and key != OPERANDS_SWITCH and key not in wanted:
+    operands = desired_operands(labels, policy)
+    wanted = {f"{DEPLOY_LABEL_PREFIX}{operand}" for operand in operands}
+    mig_manager = f"{DEPLOY_LABEL_PREFIX}{MIG_MANAGER}"
+    # NVIDIA leaves mig-manager on a container node once set (a GPU may read as not MIG-capable for a while)
+    if operands and workload_of(labels, policy) == "container" and mig_manager in labels:
+        wanted.add(mig_manager)
+    for key in labels:
+        if key.startswith(DEPLOY_LABEL_PREFIX) and key.removeprefix(DEPLOY_LABEL_PREFIX) in OWNED_DEPLOY_LABELS \
+                and key not in wanted:
             changes[key] = None
     for key in sorted(wanted):
+        if key == mig_manager and key in labels:
+            continue  # NVIDIA checks mig-manager by presence: an empty value is kept
         if not labels.get(key):
             changes[key] = "true"
     seed = policy.mig_default_config

@@ -32,6 +32,7 @@ CONFIG_SCHEMA: dict[str, dict[str, Any]] = {
     "exporterGpus": {"type": "integer", "minimum": 1},
     "production": {"type": "boolean"},
     "maxParallelUpgrades": {"type": "integer", "minimum": 0},
+    "unregisteredInfinibandPools": {"type": "array", "items": {"type": "string"}},
 }
 
 
@@ -50,6 +51,7 @@ def context_from_config(config: Mapping[str, Any]) -> PolicyContext:
         exporter_gpus=_integer(config.get("exporterGpus")),
         production=bool(config.get("production", False)),
         max_parallel_upgrades=_integer(config.get("maxParallelUpgrades")),
+        unregistered_infiniband_pools=tuple(str(p) for p in config.get("unregisteredInfinibandPools") or ()),
     )
 
 

@@ -1,16 +1,18 @@
 """The policies that need the fleet's context or span the stack: privilege, PSA, taints, NICs, Prometheus, memory.
 
-* Only NVIDIA's operand DaemonSets may run privileged containers (:data:`PRIVILEGED_OPERANDS`); a privileged
-  workload, or an unknown DaemonSet, is a violation.
+* Only NVIDIA's operand DaemonSets may run privileged containers (:data:`PRIVILEGED_OPERANDS`, and the DRA
+  driver's kubelet plugin, privileged by design); a privileged workload, or an unknown DaemonSet, is a violation.
 * A namespace that runs privileged pods says so to Pod Security Admission (`enforce: privileged`); advisory, as
   NVIDIA's chart leaves `psa.enabled` off and AKS enforces no PSA level by default.
-* A pod asking for GPUs tolerates every taint of at least one GPU pool; one asking for `rdma/ib` asks for no more
-  than a node's InfiniBand NICs (the SR-IOV plugin advertises one per NIC).
+* A pod asking for GPUs tolerates every taint of at least one GPU pool that keeps pods off (NoSchedule,
+  NoExecute; a toleration names the taint's effect or none); one asking for `rdma/ib` asks, summed over its
+  containers as the scheduler sums them, for no more than a node's InfiniBand NICs (one per NIC with SR-IOV).
 * Every ServiceMonitor, PodMonitor and PrometheusRule carries the labels the Prometheus selects by.
-* NVIDIA's metrics exporter has a memory limit that fits the largest node's GPUs (users report 450-500 MiB on 8
-  GPUs; the chart's 512 MiB limit OOM-kills it).
-* The NicClusterPolicy lets the DOCA-OFED container compile (memory limit of at least 1 GiB), and each RDMA
-  device-plugin resource selects some devices (a config that advertises 0 RDMA devices looks healthy).
+* NVIDIA's metrics exporter has a memory limit of at least dcgm-exporter's own chart's, 512 MiB (users see
+  400-500 MiB with a single GPU, whatever the count).
+* The NicClusterPolicy lets the DOCA-OFED container compile (memory limit of at least 1 GiB, `1Gi` being 1024 MiB),
+  and each RDMA device-plugin resource selects devices the way the Network Operator's webhook schemas require
+  (a config that advertises 0 RDMA devices looks healthy).
 """
 
 from __future__ import annotations
@@ -37,20 +39,42 @@ PRIVILEGED_OPERANDS = re.compile(
     r"|nvidia-(kata-)?sandbox-device-plugin-daemonset|nvidia-sandbox-validator|nvidia-vfio-manager"
     r"|nvidia-vgpu-device-manager|nvidia-vgpu-manager-daemonset)$"
 )
+#: The DRA driver's kubelet plugin (dra-driver-nvidia-gpu templates/kubeletplugin.yaml: `<name>-kubelet-plugin`,
+#: its init container and both plugin containers `privileged: true` in the chart and its values.yaml).
+_DRA_CHART = "dra-driver-nvidia-gpu"
+_DRA_PLUGIN_SUFFIX = "-kubelet-plugin"
 _PSA = "pod-security.kubernetes.io/enforce"
 _MONITORING = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 _MIB = 1 << 20
-#: NVIDIA's exporter's working set, about 62 MiB per GPU (450-500 MiB reported on 8), with a quarter of headroom.
-_NVIDIA_EXPORTER_MIB_PER_GPU = 80
+#: dcgm-exporter's own Helm chart limit (deployment/values.yaml `resources.limits.memory: 512Mi`); users report
+#: 400-500 MiB resident with one GPU (reference/agents.md §3.7), so nothing below it is enough for any node.
+_NVIDIA_EXPORTER_MIN_MIB = 512
+#: Taint effects that keep a pod off a node (the scheduler's TaintToleration filter); PreferNoSchedule does not.
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _privileged(container: Mapping[str, Any]) -> bool:
     return bool((container.get("securityContext") or {}).get("privileged"))
 
 
+def _dra_kubelet_plugin(obj: Object) -> bool:
+    """The DRA driver chart's kubelet-plugin DaemonSet: `dra-driver-nvidia-gpu-kubelet-plugin`, or with the chart's
+    nameOverride `<name>-kubelet-plugin` labelled `helm.sh/chart: <name>-<version>` and running the driver's image."""
+    name = str(obj["metadata"].get("name", ""))
+    if name == _DRA_CHART + _DRA_PLUGIN_SUFFIX:
+        return True
+    if not name.endswith(_DRA_PLUGIN_SUFFIX):
+        return False
+    base = name[:-len(_DRA_PLUGIN_SUFFIX)]
+    chart = str((obj["metadata"].get("labels") or {}).get("helm.sh/chart", ""))
+    images = [str(c.get("image", "")) for pod in pod_templates(obj) for c in containers(pod)]
+    return chart.rsplit("-", 1)[0] == base and bool(images) and all(_DRA_CHART in image for image in images)
+
+
 def _unexpected_privilege(objects: list[Object], _context: PolicyContext) -> _Found:
     for obj in objects:
-        allowed = obj.get("kind") == "DaemonSet" and PRIVILEGED_OPERANDS.match(obj["metadata"].get("name", ""))
+        allowed = obj.get("kind") == "DaemonSet" and (
+            PRIVILEGED_OPERANDS.match(obj["metadata"].get("name", "")) or _dra_kubelet_plugin(obj))
         if allowed:
             continue
         for pod in pod_templates(obj):
@@ -59,7 +83,10 @@ def _unexpected_privilege(objects: list[Object], _context: PolicyContext) -> _Fo
                     yield obj, f"container {container.get('name')!r} is privileged, and this is no GPU operand"
 
 
-def _namespace_without_psa(objects: list[Object], _context: PolicyContext) -> _Found:
+def _namespace_without_psa(objects: list[Object], context: PolicyContext) -> _Found:
+    """A namespace whose own PSA label refuses its privileged pods, always; one without a label (NVIDIA's chart
+    default, `psa.enabled: false`: the cluster's default level applies, `privileged` unless an admission
+    configuration says otherwise) only for a production stack, which should not rely on that default."""
     namespaces = {obj["metadata"]["name"]: obj for obj in objects if obj.get("kind") == "Namespace"}
     flagged: set[str] = set()
     for obj in objects:
@@ -67,10 +94,21 @@ def _namespace_without_psa(objects: list[Object], _context: PolicyContext) -> _F
         if namespace not in namespaces or namespace in flagged:
             continue
         if any(_privileged(c) for pod in pod_templates(obj) for c in containers(pod)):
-            labels = namespaces[namespace]["metadata"].get("labels") or {}
-            if labels.get(_PSA) != "privileged":
-                flagged.add(namespace)
-                yield namespaces[namespace], f"runs privileged pods ({obj['metadata']['name']}) without {_PSA}: privileged"
+            level = (namespaces[namespace]["metadata"].get("labels") or {}).get(_PSA)
+            if level == "privileged" or (level is None and not context.production):
+                continue
+            flagged.add(namespace)
+            now = f"{_PSA}: {level} refuses them" if level else f"no {_PSA} label, so the cluster's default decides"
+            yield namespaces[namespace], (f"runs privileged pods ({obj['metadata']['name']}) with {now}: label it "
+                                          f"privileged ({_psa_key(namespace, obj)})")
+
+
+def _psa_key(namespace: str, obj: Object) -> str:
+    """Where the config labels `namespace`: the operator's (`operator.psa.enabled`); the charts' are labelled."""
+    name = obj["metadata"].get("name", "")
+    if name.startswith(("nvidia-", "gpu-feature-discovery")):
+        return "operator.psa.enabled: true"
+    return f"kubectl label namespace {namespace} {_PSA}=privileged"
 
 
 def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
@@ -95,19 +133,25 @@ def _count(quantity: object) -> int:
     return int(min(value, Decimal(1 << 63))) if value == value.to_integral_value() else 0
 
 
+def _container_asks(container: Mapping[str, Any], prefix: str) -> int:
+    """What one container asks of resources named `prefix...` (an extended resource's request is its limit)."""
+    resources = container.get("resources") or {}
+    asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return sum(_count(quantity) for name, quantity in asked.items() if name.startswith(prefix))
+
+
 def _asks_for(pod: Mapping[str, Any], prefix: str) -> int:
-    total = 0
-    for container in containers(dict(pod)):
-        resources = container.get("resources") or {}
-        for name, quantity in {**(resources.get("requests") or {}), **(resources.get("limits") or {})}.items():
-            if name.startswith(prefix):
-                total = max(total, _count(quantity))
-    return total
+    """The pod's ask as the scheduler computes it (resource.PodRequests): the containers' asks summed, or the
+    largest init container's where that is more (init containers run one at a time, before the others)."""
+    running = sum(_container_asks(c, prefix) for c in pod.get("containers") or [])
+    init = max((_container_asks(c, prefix) for c in pod.get("initContainers") or []), default=0)
+    return max(running, init)
 
 
 def _gpu_pod_without_pool_toleration(objects: list[Object], context: PolicyContext) -> _Found:
-    pools = [taints for taints in context.pool_taints if taints]
-    if not pools or len(pools) < len(context.pool_taints):
+    blocking = [tuple(t for t in taints if t.get("effect") in _BLOCKING_EFFECTS) for taints in context.pool_taints]
+    pools = [taints for taints in blocking if taints]
+    if not pools or len(pools) < len(blocking):
         return  # a pool without taints takes any GPU pod
     for obj in objects:
         if obj.get("kind") == "DaemonSet":
@@ -152,10 +196,8 @@ def _mebibytes(quantity: object) -> float | None:
         return None
 
 
-def _exporter_memory(objects: list[Object], context: PolicyContext) -> _Found:
-    if context.exporter_gpus is None:
-        return
-    need = context.exporter_gpus * _NVIDIA_EXPORTER_MIB_PER_GPU
+def _exporter_memory(objects: list[Object], _context: PolicyContext) -> _Found:
+    need = _NVIDIA_EXPORTER_MIN_MIB
     for obj in objects:
         if obj.get("kind") != "DaemonSet" or obj["metadata"].get("name") != "nvidia-dcgm-exporter":
             continue
@@ -165,8 +207,8 @@ def _exporter_memory(objects: list[Object], context: PolicyContext) -> _Found:
             limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
             mib = _mebibytes(limit) if limit else None
             if mib is not None and mib < need and "dcgm-exporter" in container.get("image", ""):
-                yield obj, (f"memory limit {limit} is under the ~{need} MiB dcgm-exporter needs on "
-                            f"{context.exporter_gpus} GPUs: it gets OOM-killed")
+                yield obj, (f"memory limit {limit} is under the {need} MiB of dcgm-exporter's own chart (it uses "
+                            "400-500 MiB even with one GPU): it gets OOM-killed")
 
 
 #: DOCA-OFED compiles its modules in the container: under this much memory the compile is OOM-killed
@@ -184,12 +226,50 @@ def _ofed_memory(objects: list[Object], _context: PolicyContext) -> _Found:
                             "the DOCA-OFED modules is OOM-killed and the pod crash-loops")
 
 
+#: What a selector of each plugin must name (Mellanox/network-operator v26.4.1 webhook-schemas, as its
+#: nicpolicy_webhook.go applies them): rdma_shared_device_plugin.json `selectors.anyOf`; for SR-IOV, by
+#: `deviceType`, accelerator_selector.json, net_device.json (the default) and aux_net_device.json.
+_SHARED_SELECTOR_KEYS = ("vendors", "deviceIDs", "drivers", "ifNames", "linkTypes")
+_SRIOV_SELECTOR_KEYS: dict[str, tuple[str, ...]] = {
+    "accelerator": ("vendors", "devices", "drivers", "pciAddresses"),
+    "netDevice": ("vendors", "devices", "drivers", "pciAddresses", "pfNames", "rootDevices", "linkTypes",
+                  "ddpProfiles", "isRdma", "needVhostNet", "vdpaType"),
+    "auxNetDevice": ("vendors", "devices", "drivers", "pfNames", "rootDevices", "linkTypes", "isRdma", "auxTypes"),
+}
+
+
+def _shared_entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """Why the webhook refuses a shared-plugin `configList` entry: neither `selectors` (naming one of its keys)
+    nor `devices` (the plugin's list of netdevices)."""
+    if "devices" in entry:
+        return None
+    selectors = entry.get("selectors")
+    if isinstance(selectors, dict) and any(key in selectors for key in _SHARED_SELECTOR_KEYS):
+        return None
+    return f"gives neither devices nor selectors with one of {', '.join(_SHARED_SELECTOR_KEYS)}"
+
+
+def _sriov_entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """Why the webhook refuses an SR-IOV `resourceList` entry: a selector naming none of its device type's keys."""
+    device_type = str(entry.get("deviceType") or "netDevice")
+    keys = _SRIOV_SELECTOR_KEYS.get(device_type, _SRIOV_SELECTOR_KEYS["netDevice"])
+    selectors = entry.get("selectors")
+    if selectors is None:
+        return None
+    for selector in selectors if isinstance(selectors, list) else [selectors]:
+        if not isinstance(selector, dict) or not any(key in selector for key in keys):
+            return f"has a {device_type} selector with none of {', '.join(keys)}"
+    return None
+
+
 def _rdma_plugin_selects_nothing(objects: list[Object], _context: PolicyContext) -> _Found:
     import json
 
+    plugins = (("rdmaSharedDevicePlugin", "configList", _shared_entry_problem),
+               ("sriovDevicePlugin", "resourceList", _sriov_entry_problem))
     for obj in (o for o in objects if o.get("kind") == "NicClusterPolicy"):
         spec = obj.get("spec") or {}
-        for plugin in ("sriovDevicePlugin", "rdmaSharedDevicePlugin"):
+        for plugin, key, problem_of in plugins:
             text = (spec.get(plugin) or {}).get("config")
             if not text:
                 continue
@@ -198,17 +278,15 @@ def _rdma_plugin_selects_nothing(objects: list[Object], _context: PolicyContext)
             except ValueError:
                 yield obj, f"{plugin}.config is not JSON: the plugin advertises nothing"
                 continue
-            entries = config.get("resourceList") or config.get("configList") or []
-            if not entries:
-                yield obj, f"{plugin}.config lists no resource: the plugin advertises 0 RDMA devices"
+            entries = config.get(key) if isinstance(config, dict) else None
+            if not entries or not isinstance(entries, list):
+                yield obj, f"{plugin}.config lists no resource in {key}: the plugin advertises 0 RDMA devices"
+                continue
             for entry in entries:
-                selectors = entry.get("selectors") or []
-                if isinstance(selectors, dict):  # the shared plugin's one selector object; SR-IOV's is a list
-                    selectors = [selectors]
-                if not any((s or {}).get(k) for s in selectors or [] for k in ("vendors", "deviceIDs", "drivers",
-                                                                                "ifNames", "pciAddresses")):
-                    yield obj, (f"{plugin} resource {entry.get('resourceName')!r} selects no device "
-                                "(no vendors, deviceIDs, drivers, ifNames): it advertises 0")
+                problem = problem_of(entry) if isinstance(entry, dict) else "is no object"
+                if problem is not None:
+                    name = entry.get("resourceName") if isinstance(entry, dict) else None
+                    yield obj, f"{plugin} resource {name!r} {problem}: the operator's webhook refuses it"
 
 
 def _nfd_sources(obj: Object) -> bool:
@@ -238,13 +316,24 @@ def _unlimited_upgrades(objects: list[Object], context: PolicyContext) -> _Found
             return
 
 
+def _infiniband_feature_unregistered(_objects: list[Object], context: PolicyContext) -> _Found:
+    """A config fact rather than an object's: reported against the AKS agent pool the stack creates."""
+    for pool in context.unregistered_infiniband_pools:
+        agent_pool = {"apiVersion": "containerservice.azure.com/v1", "kind": "AgentPool", "metadata": {"name": pool}}
+        yield agent_pool, ("has InfiniBand, and aks.registerInfinibandFeature is not set: without the subscription "
+                           "feature AKSInfinibandSupport AKS may place the pool's VMs on different InfiniBand "
+                           "fabrics, and RDMA fails between some of its nodes")
+
+
 FLEET_POLICIES: tuple[Policy, ...] = (
     Policy("privileged-only-gpu-operands", "Only NVIDIA's operand DaemonSets run privileged containers.",
            Severity.HIGH, Enforcement.MANDATORY, "Drop securityContext.privileged; grant the capability it needs.",
            _unexpected_privilege),
     Policy("psa-label-for-privileged-pods",
            "Namespaces running privileged pods are labelled pod-security.kubernetes.io/enforce=privileged.",
-           Severity.LOW, Enforcement.ADVISORY, "Label the namespace (operator.psa / the Network Operator namespace).",
+           Severity.LOW, Enforcement.ADVISORY,
+           "Set operator.psa.enabled: true for the operator's namespace (the Network Operator's and the DRA "
+           "driver's namespaces are labelled by the stack); unlabelled namespaces are judged with --production.",
            _namespace_without_psa),
     Policy("gpu-pods-tolerate-a-gpu-pool", "Pods asking for GPUs tolerate the taints of a GPU pool.",
            Severity.HIGH, Enforcement.MANDATORY,
@@ -255,23 +344,34 @@ FLEET_POLICIES: tuple[Policy, ...] = (
            _rdma_over_nics),
     Policy("monitors-carry-prometheus-selector", "Monitors and rules carry the Prometheus selector labels.",
            Severity.MEDIUM, Enforcement.MANDATORY,
-           "Set operator.<exporter>.serviceMonitor.additionalLabels and monitoring.ruleLabels / monitorLabels.",
+           "Set monitoring.prometheusRelease to your kube-prometheus-stack release (it labels every monitor and "
+           "rule), and keep ruleLabels, monitorLabels and serviceMonitor.additionalLabels from overriding it.",
            _monitor_without_selector_labels),
     Policy("exporter-memory-fits-the-gpus", "NVIDIA's metrics exporter's memory limit fits the node's GPUs.",
            Severity.HIGH, Enforcement.MANDATORY,
-           "Raise operator.dcgmExporter.resources.limits.memory (or drop it: our sizing fits the fleet).",
+           "Raise operator.dcgmExporter.resources.limits.memory to 512Mi or more (or drop it: our sizing fits the "
+           "fleet).",
            _exporter_memory),
     Policy("ofed-memory-fits-the-compile", "The DOCA-OFED container may use enough memory to compile MOFED.",
            Severity.HIGH, Enforcement.MANDATORY, "Raise network.ofedDriver resources (limits.memory >= 1Gi).",
            _ofed_memory),
     Policy("rdma-plugin-selects-devices", "Each RDMA device-plugin resource selects some devices.",
            Severity.HIGH, Enforcement.MANDATORY,
-           "Give the resource selectors (vendors 15b3, the IB VF deviceIDs, or ifNames): network.*DevicePlugin.",
+           "Give each resource what the Network Operator's webhook requires: shared plugin devices, or selectors "
+           "with vendors (15b3), deviceIDs, drivers, ifNames or linkTypes; SR-IOV selectors with vendors, devices, "
+           "drivers, pfNames, linkTypes, isRdma or another key of its deviceType (network.*DevicePlugin).",
            _rdma_plugin_selects_nothing),
     Policy("one-node-feature-discovery", "Exactly one Node Feature Discovery runs (a chart or a DaemonSet).",
            Severity.HIGH, Enforcement.MANDATORY,
            "Keep one: nfd.enabled false on the GPU operator when the Network Operator's NFD runs (its default).",
            _more_than_one_nfd),
+    Policy("infiniband-feature-registered",
+           "The subscription of an InfiniBand pool has AKSInfinibandSupport, so its VMs share one fabric.",
+           Severity.MEDIUM, Enforcement.ADVISORY,
+           "Set aks.registerInfinibandFeature: true (the stack registers it and waits for Registered), or register "
+           "it once per subscription: az feature register --namespace Microsoft.ContainerService --name "
+           "AKSInfinibandSupport.",
+           _infiniband_feature_unregistered),
     Policy("bounded-parallel-driver-upgrades", "A production stack upgrades drivers a few nodes at a time.",
            Severity.MEDIUM, Enforcement.ADVISORY,
            "Set operator.driver.upgradePolicy.maxParallelUpgrades (and maxUnavailable) to a small number.",

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gpu_operator.counts import count_phrase
 from gpu_operator.policy.catalog import POLICIES
 from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, Violation
@@ -31,9 +32,11 @@ def check(objects: Iterable[Object], context: PolicyContext | None = None,
     return sorted(findings, key=lambda f: (_ORDER.index(f.policy.severity), f.policy.name, f.violation.resource))
 
 
-def format_text(findings: Sequence[Finding], checked: int) -> str:
+def format_text(findings: Sequence[Finding], checked: int, charts: int = 0) -> str:
+    """Violations worst first, each with its fix; `checked` Kubernetes objects and `charts` Helm charts were judged."""
+    counted = count_phrase(checked, charts)
     if not findings:
-        return f"{checked} objects: no violations\n"
+        return f"{counted}: no violations\n"
     lines = []
     for severity in _ORDER:
         group = [f for f in findings if f.policy.severity is severity]
@@ -45,13 +48,14 @@ def format_text(findings: Sequence[Finding], checked: int) -> str:
             lines.append(f"  [{policy.enforcement.value}] {policy.name}: {violation.resource}: {violation.message}")
             lines.append(f"      fix: {policy.remediation}")
     mandatory = sum(f.policy.enforcement is Enforcement.MANDATORY for f in findings)
-    lines.append(f"{checked} objects: {len(findings)} violations, {mandatory} of mandatory policies")
+    lines.append(f"{counted}: {len(findings)} violations, {mandatory} of mandatory policies")
     return "\n".join(lines) + "\n"
 
 
-def format_json(findings: Sequence[Finding], checked: int) -> str:
+def format_json(findings: Sequence[Finding], checked: int, charts: int = 0) -> str:
     return json.dumps({
         "objects": checked,
+        "charts": charts,
         "violations": [{
             "policy": f.policy.name, "severity": f.policy.severity.value, "enforcement": f.policy.enforcement.value,
             "resource": f.violation.resource, "message": f.violation.message, "remediation": f.policy.remediation,
@@ -62,7 +66,7 @@ def format_json(findings: Sequence[Finding], checked: int) -> str:
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def format_sarif(findings: Sequence[Finding], checked: int) -> str:
+def format_sarif(findings: Sequence[Finding], checked: int, charts: int = 0) -> str:
     """SARIF 2.1.0 for CI code-scanning: one rule per policy, one result per violation, located by object."""
     rules = [{
         "id": policy.name,
@@ -85,6 +89,6 @@ def format_sarif(findings: Sequence[Finding], checked: int) -> str:
         "runs": [{
             "tool": {"driver": {"name": "gpu-operator check", "rules": rules}},
             "results": results,
-            "properties": {"objects": checked},
+            "properties": {"objects": checked, "charts": charts},
         }],
     }, indent=2) + "\n"

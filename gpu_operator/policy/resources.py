@@ -35,18 +35,48 @@ def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
 
 
+#: Tags that move: a new push under the same name changes what nodes run (`latest-ubuntu22.04` is what
+#: `driver.version: latest` renders, NVIDIA's driver tags carrying the node OS after the version).
+_MOVING_TAGS = re.compile(r"^(latest|stable|edge|main|master|nightly|dev)(-.+)?$")
+#: The config key that sets the tag of NVIDIA's operand images, by image name (where one section owns the name).
+_VERSION_KEYS = {
+    "driver": "operator.driver.version",
+    "container-toolkit": "operator.toolkit.version",
+    "dcgm": "operator.dcgm.version",
+    "dcgm-exporter": "operator.dcgmExporter.version",
+    "k8s-mig-manager": "operator.migManager.version",
+    "k8s-driver-manager": "operator.driver.manager.version",
+    "vgpu-manager": "operator.vgpuManager.version",
+    "vgpu-device-manager": "operator.vgpuDeviceManager.version",
+    "k8s-cc-manager": "operator.ccManager.version",
+    "nvidia-fs": "operator.gds.version",
+    "gdrdrv": "operator.gdrcopy.version",
+}
+
+
+def _version_key(image: str, agents_images: set[str]) -> str:
+    """The config key that pins an image: the agents image's tag, or the version of the NVIDIA operand's section."""
+    if image in agents_images:
+        return "agents.image.tag (or agents.image.digest)"
+    name = image.rsplit("/", 1)[-1].split(":", 1)[0]
+    return _VERSION_KEYS.get(name, "operator.<section>.version of its operand")
+
+
 def _unpinned_images(objects: list[Object], _context: PolicyContext) -> _Found:
-    for obj in objects:
-        for pod in pod_templates(obj):
-            for container in containers(pod):
-                image = str(container.get("image", ""))
-                name = image.rsplit("/", 1)[-1]
-                if "@" in name:
-                    continue
-                if ":" not in name:
-                    yield obj, f"container {container.get('name')!r}: image {image!r} has no tag or digest"
-                elif name.endswith(":latest"):
-                    yield obj, f"container {container.get('name')!r}: image {image!r} is tagged latest"
+    pods = [(obj, container) for obj in objects for pod in pod_templates(obj) for container in containers(pod)]
+    # the agents image is the one that runs `gpu-operator-agent` somewhere (its pods' other containers run a shell)
+    agents = {str(c.get("image", "")) for _, c in pods if (c.get("command") or [None])[0] == "gpu-operator-agent"}
+    for obj, container in pods:
+        image = str(container.get("image", ""))
+        name = image.rsplit("/", 1)[-1]
+        if "@" in name:
+            continue
+        where = f"container {container.get('name')!r}: image {image!r}"
+        if ":" not in name:
+            yield obj, f"{where} has no tag or digest: pin it with {_version_key(image, agents)}"
+        elif _MOVING_TAGS.match(name.rsplit(":", 1)[1]):
+            yield obj, (f"{where} is tagged {name.rsplit(':', 1)[1]!r}, which moves: pin it with "
+                        f"{_version_key(image, agents)}")
 
 
 def _selector_mismatch(objects: list[Object], _context: PolicyContext) -> _Found:
@@ -100,14 +130,54 @@ def _scrape_timeout(objects: list[Object], _context: PolicyContext) -> _Found:
                                 f"{endpoint.get('interval')}: Prometheus refuses the scrape config")
 
 
-def _no_requests(objects: list[Object], _context: PolicyContext) -> _Found:
+#: The ClusterPolicy section whose `resources` reach an operand DaemonSet's containers, by DaemonSet name (NVIDIA's
+#: names; a driver DaemonSet per OS or kernel carries a suffix, the MPS control daemon takes the device plugin's).
+_RESOURCE_SECTIONS = (
+    ("nvidia-driver-daemonset", "driver"),
+    ("nvidia-container-toolkit-daemonset", "toolkit"),
+    ("nvidia-operator-validator", "validator"),
+    ("nvidia-sandbox-validator", "validator"),
+    ("nvidia-device-plugin-daemonset", "devicePlugin"),
+    ("nvidia-device-plugin-mps-control-daemon", "devicePlugin"),
+    ("nvidia-dcgm-exporter", "dcgmExporter"),
+    ("nvidia-dcgm", "dcgm"),
+    ("gpu-feature-discovery", "gfd"),
+    ("nvidia-mig-manager", "migManager"),
+    ("nvidia-node-status-exporter", "nodeStatusExporter"),
+    ("nvidia-vgpu-manager-daemonset", "vgpuManager"),
+    ("nvidia-vgpu-device-manager", "vgpuDeviceManager"),
+    ("nvidia-vfio-manager", "vfioManager"),
+    ("nvidia-sandbox-device-plugin-daemonset", "sandboxDevicePlugin"),
+    ("nvidia-kata-sandbox-device-plugin-daemonset", "kataSandboxDevicePlugin"),
+    ("nvidia-cc-manager", "ccManager"),
+)
+
+
+def _resources_key(daemonset: str) -> str | None:
+    """`operator.<section>.resources` for an operand DaemonSet's containers (None: not one of NVIDIA's operands)."""
+    for prefix, section in _RESOURCE_SECTIONS:
+        if daemonset == prefix or daemonset.startswith(f"{prefix}-"):
+            return f"operator.{section}.resources"
+    return None
+
+
+def _no_requests(objects: list[Object], context: PolicyContext) -> _Found:
+    # NVIDIA's chart requests nothing for its operands, so on its defaults this is advice for production stacks only
+    if not context.production:
+        return
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
+        key = _resources_key(obj["metadata"].get("name", ""))
+        fix = f"set {key}.requests" if key else "set the container's resources.requests"
         for pod in pod_templates(obj):
-            for container in pod.get("containers") or []:
-                if not (container.get("resources") or {}).get("requests"):
-                    yield obj, f"container {container.get('name')!r} has no resource requests"
+            missing = [str(c.get("name")) for c in pod.get("containers") or []
+                       if not (c.get("resources") or {}).get("requests")]
+            if missing:
+                names = ", ".join(repr(name) for name in missing)
+                verb = "request" if len(missing) > 1 else "requests"
+                noun = "containers" if len(missing) > 1 else "container"
+                yield obj, f"{noun} {names} {verb} no resources: {fix}"
 
 
 def _sharing_configs(obj: Object) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -146,7 +216,10 @@ def _rdma_without_ipc_lock(objects: list[Object], _context: PolicyContext) -> _F
 
 RESOURCE_POLICIES: tuple[Policy, ...] = (
     Policy("image-pinned", "Every container image names a tag (not latest) or a digest.", Severity.HIGH,
-           Enforcement.MANDATORY, "Pin the image: a version tag or @sha256 digest (operator.<section>.version).",
+           Enforcement.MANDATORY,
+           "Pin the image to a version tag or @sha256 digest with the key the finding names: agents.image.tag or "
+           "agents.image.digest for the agents image, operator.<section>.version (driver.version: a driver "
+           "version such as 595.91.07, not latest) for NVIDIA's.",
            _unpinned_images),
     Policy("daemonset-selector-matches-template", "A DaemonSet's selector labels are on its pod template.",
            Severity.CRITICAL, Enforcement.MANDATORY, "Put every selector label on spec.template.metadata.labels.",
@@ -158,8 +231,11 @@ RESOURCE_POLICIES: tuple[Policy, ...] = (
     Policy("scrape-timeout-within-interval", "A scrape's timeout is not longer than its interval.",
            Severity.MEDIUM, Enforcement.MANDATORY,
            "Lower serviceMonitor.scrapeTimeout or raise serviceMonitor.interval.", _scrape_timeout),
-    Policy("operand-resource-requests", "Operand containers request resources, so the scheduler reserves them.",
-           Severity.LOW, Enforcement.ADVISORY, "Set operator.<section>.resources.requests.", _no_requests),
+    Policy("operand-resource-requests",
+           "Operand containers request resources, so the scheduler reserves them (with --production).",
+           Severity.LOW, Enforcement.ADVISORY,
+           "Set the key the finding names, e.g. operator.devicePlugin.resources: {requests: {cpu: 50m, memory: "
+           "64Mi}}; it applies to every container of that operand's DaemonSet.", _no_requests),
     Policy("time-slicing-fails-requests-over-one",
            "Time-slicing configs set failRequestsGreaterThanOne.", Severity.MEDIUM, Enforcement.ADVISORY,
            "Set sharing.timeSlicing.failRequestsGreaterThanOne: true in configs.devicePlugin.",

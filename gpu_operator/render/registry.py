@@ -79,10 +79,10 @@ class RenderedOperand:
 
 
 def _with_controller(ctx: RenderContext, rendered: list[RenderedOperand]) -> list[RenderedOperand]:
-    """The operator controller right after the pre-requisites: its settings follow every other operand's objects."""
+    """The operator controller right after the pre-requisites."""
     from gpu_operator.render.operands import operator_controller
 
-    objects = [as_stored(obj) for obj in operator_controller.render_with(ctx, (o for r in rendered for o in r.objects))]
+    objects = [as_stored(obj) for obj in operator_controller.render_with(ctx)]
     if not objects:
         return rendered
     controller = RenderedOperand(operator_controller.KEY, operator_controller.STATE, tuple(objects))

@@ -1,6 +1,7 @@
 """The rolling driver upgrade: NVIDIA's per-node state machine as a pure planner (observed nodes -> actions)."""
 
 from gpu_operator.upgrade.state_machine import (
+    HOLDS_SLOT,
     IN_PROGRESS,
     STATE_LABEL,
     Action,
@@ -10,4 +11,4 @@ from gpu_operator.upgrade.state_machine import (
     plan,
 )
 
-__all__ = ["IN_PROGRESS", "STATE_LABEL", "Action", "NodeObservation", "State", "UpgradePolicy", "plan"]
+__all__ = ["HOLDS_SLOT", "IN_PROGRESS", "STATE_LABEL", "Action", "NodeObservation", "State", "UpgradePolicy", "plan"]

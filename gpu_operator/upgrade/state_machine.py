@@ -7,17 +7,29 @@ controller walks each node whose driver pod is out of date through the states NV
     upgrade-required → cordon-required → wait-for-jobs-required → pod-deletion-required → drain-required
     → pod-restart-required → validation-required → uncordon-required → upgrade-done   (or upgrade-failed)
 
-* A node enters `cordon-required` only while fewer than `maxParallelUpgrades` nodes are in progress (0: no limit)
-  and the cordon keeps the unschedulable nodes within `maxUnavailable` (a count, or a percentage of the managed
-  nodes, rounded up). Its schedulability before the cordon is recorded in an annotation and restored at the end.
+* A node enters `cordon-required` only while the upgrade slots allow it: `maxParallelUpgrades` (0: no limit)
+  counts the nodes in progress **and the failed ones** (NVIDIA's GetUpgradesInProgress), so at 1 one failure
+  stops further admissions and a bad driver does not spread; `maxUnavailable` (a count, or a percentage of the
+  managed nodes, rounded up) counts the unschedulable and NotReady nodes and those in progress. A node already
+  cordoned adds no unavailability and passes the maxUnavailable limit, never maxParallelUpgrades. A node that is
+  unschedulable when it needs an upgrade gets NVIDIA's initial-state annotation (`...unschedulable=true`, only
+  ever `true`: its presence is what is read), and keeps its cordon at the end.
 * With the driver config digest unchanged (only a label of the DaemonSet changed), a cordoned node goes straight
   to `pod-restart-required`: no waiting for jobs, no pod deletion, no drain.
 * `wait-for-jobs-required` waits for the pods of `waitForCompletion.podSelector` on the node (up to its timeout; 0:
-  forever); `pod-deletion-required` deletes the GPU pods; `drain-required` drains (when enabled); an eviction a
-  PodDisruptionBudget refuses fails the node (`upgrade-failed`, with the reason). `validation-required` waits for
-  the node's validator to be Ready, up to `validationTimeoutSeconds`.
-* `nvidia.com/gpu-driver-upgrade.skip=true` leaves a node alone. A failed node keeps its cordon and state until
-  someone sets `upgrade-required` again: it never flips to `upgrade-done` by itself.
+  forever); `pod-deletion-required` deletes the GPU pods and, once they are gone, goes to `pod-restart-required`.
+  Only when the deletion fails (a pod that may not be evicted, a PodDisruptionBudget refusing past the timeout)
+  does the node go to `drain-required` with `drain.enable`, or `upgrade-failed` without; a drain that fails the
+  same way fails the node (with the reason).
+* `pod-restart-required` deletes the old driver pod and waits until the new one is Running with every container
+  Ready (NVIDIA's isDriverPodInSync); a new driver pod whose not-Ready container restarted more than 10 times
+  fails the node. `validation-required` then waits for the node's validator to be Ready (and the driver pod still
+  Ready), up to `validationTimeoutSeconds`, before `uncordon-required`: no node is uncordoned on a driver that is
+  still installing.
+* `nvidia.com/gpu-driver-upgrade.skip=true` is read where NVIDIA reads it, at `upgrade-required`: the node is not
+  admitted; a node already in progress finishes. A failed node keeps its cordon; it returns through
+  `validation-required` once its driver pod is in sync and Ready (NVIDIA's ProcessUpgradeFailedNodes goes
+  straight to uncordon), except after a validation timeout, which only setting `upgrade-required` again retries.
 
 Everything the planner needs is on the nodes (labels, annotations, schedulability) and their pods, so a controller
 that restarts re-plans from the API and resumes; and every action is planned only if it does not already hold
@@ -28,11 +40,22 @@ was written is not repeated.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["IN_PROGRESS", "STATE_LABEL", "Action", "ActionKind", "NodeObservation", "State", "UpgradePolicy", "plan"]
+__all__ = [
+    "DRIVER_RESTART_LIMIT",
+    "HOLDS_SLOT",
+    "IN_PROGRESS",
+    "STATE_LABEL",
+    "Action",
+    "ActionKind",
+    "NodeObservation",
+    "State",
+    "UpgradePolicy",
+    "plan",
+]
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
@@ -40,6 +63,10 @@ INITIAL_STATE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.uns
 WAIT_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
 VALIDATION_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 FAILURE_ANNOTATION = "nvidia.com/gpu-driver-upgrade-failure-reason"
+#: A new driver pod whose not-Ready container restarted more times than this fails the node (isDriverPodFailing).
+DRIVER_RESTART_LIMIT = 10
+#: The failure reason of a validation timeout starts so: such a node is not retried by itself.
+VALIDATION_FAILURE = "the validator was not Ready within"
 
 
 class State(str, Enum):
@@ -59,6 +86,8 @@ class State(str, Enum):
 #: The states between admission and the end: what maxParallelUpgrades counts.
 IN_PROGRESS = frozenset({State.CORDON, State.WAIT_FOR_JOBS, State.POD_DELETION, State.DRAIN, State.POD_RESTART,
                          State.VALIDATION, State.UNCORDON})
+#: What maxParallelUpgrades counts: the nodes in progress and the failed ones (NVIDIA's GetUpgradesInProgress).
+HOLDS_SLOT = IN_PROGRESS | {State.FAILED}
 
 
 class ActionKind(str, Enum):
@@ -105,14 +134,21 @@ class NodeObservation:
     name: str
     state: State = State.UNKNOWN
     unschedulable: bool = False
+    ready: bool = True
+    """The node's Ready condition is not False or Unknown (a NotReady node counts against maxUnavailable)."""
     initial_unschedulable: bool | None = None
-    """The recorded schedulability before the upgrade's cordon (None: not recorded)."""
+    """NVIDIA's initial-state annotation: True when present (the node was cordoned before the upgrade), None when
+    absent; False only for the explicit `false` older releases of this controller wrote."""
     skip: bool = False
     driver_pod_present: bool = True
     driver_pod_outdated: bool = False
     """The driver pod's revision differs from the DaemonSet's (the DaemonSet has a newer driver)."""
     config_digest_changed: bool = True
     """The running pod's DRIVER_CONFIG_DIGEST differs from the template's (False: restart-only fast path)."""
+    driver_pod_ready: bool = True
+    """The driver pod is Running with every container Ready (NVIDIA's isDriverPodInSync, less the revision)."""
+    driver_pod_failing: bool = False
+    """A not-Ready container of the driver pod restarted more than DRIVER_RESTART_LIMIT times."""
     gpu_pods: int = 0
     jobs_running: int = 0
     eviction_blocked: bool = False
@@ -123,6 +159,7 @@ class NodeObservation:
     validator_ready: bool = False
     wait_started_at: float | None = None
     validation_started_at: float | None = None
+    failure_reason: str = ""
 
 
 def _set(node: str, state: State) -> Action:
@@ -135,6 +172,40 @@ def _annotate(node: str, key: str, value: str = "") -> Action:
 
 def _fail(node: NodeObservation, reason: str) -> list[Action]:
     return [_annotate(node.name, FAILURE_ANNOTATION, reason), _set(node.name, State.FAILED)]
+
+
+def _deletion_failed(node: NodeObservation, policy: UpgradePolicy) -> list[Action]:
+    """The GPU pods could not all be deleted: drain with `drain.enable` (the drain's own options may allow what the
+    deletion's refused), else the node fails (pod_manager.go updateNodeToDrainOrFailed)."""
+    if policy.drain:
+        return [_set(node.name, State.DRAIN)]
+    return _fail(node, node.block_reason or "a PodDisruptionBudget refused the eviction of a GPU pod")
+
+
+def _restart(node: NodeObservation, now: float) -> list[Action]:
+    """pod-restart-required: the old driver pod goes; the new one must be Running and Ready before validation."""
+    name = node.name
+    if node.driver_pod_present and node.driver_pod_outdated:
+        return [Action(ActionKind.DELETE_DRIVER_POD, name)]
+    if not node.driver_pod_present:
+        return []  # the DaemonSet is creating the new pod
+    if node.driver_pod_ready:
+        return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now))), _set(name, State.VALIDATION)]
+    if node.driver_pod_failing:
+        return _fail(node, f"the new driver pod restarted more than {DRIVER_RESTART_LIMIT} times without becoming "
+                           "Ready")
+    return []  # the new driver is still installing
+
+
+def _validate(node: NodeObservation, policy: UpgradePolicy, now: float) -> list[Action]:
+    name = node.name
+    if node.validator_ready and node.driver_pod_present and node.driver_pod_ready:
+        return [_set(name, State.UNCORDON)]
+    if node.validation_started_at is None:  # lost in a crash before the state was written: start the clock
+        return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now)))]
+    if policy.validation_timeout_seconds and now - node.validation_started_at >= policy.validation_timeout_seconds:
+        return _fail(node, f"{VALIDATION_FAILURE} {policy.validation_timeout_seconds} s")
+    return []
 
 
 def _step(node: NodeObservation, policy: UpgradePolicy, now: float) -> list[Action]:
@@ -154,30 +225,22 @@ def _step(node: NodeObservation, policy: UpgradePolicy, now: float) -> list[Acti
         return []
     if node.state is State.POD_DELETION:
         if node.eviction_blocked:
-            return _fail(node, node.block_reason or "a PodDisruptionBudget refused the eviction of a GPU pod")
+            return _deletion_failed(node, policy)
         if node.gpu_pods:
             return [Action(ActionKind.DELETE_GPU_PODS, name)]
-        return [_set(name, State.DRAIN if policy.drain else State.POD_RESTART)]
+        return [_set(name, State.POD_RESTART)]
     if node.state is State.DRAIN:
+        if not policy.drain:
+            return [_set(name, State.POD_RESTART)]  # drain turned off meanwhile (ProcessDrainNodes)
         if node.eviction_blocked:
             return _fail(node, node.block_reason or "a PodDisruptionBudget refused an eviction of the drain")
         if node.gpu_pods:
             return [Action(ActionKind.DRAIN, name)]
         return [_set(name, State.POD_RESTART)]
     if node.state is State.POD_RESTART:
-        if node.driver_pod_present and node.driver_pod_outdated:
-            return [Action(ActionKind.DELETE_DRIVER_POD, name)]
-        if not node.driver_pod_present:
-            return []  # the DaemonSet is creating the new pod
-        return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now))), _set(name, State.VALIDATION)]
+        return _restart(node, now)
     if node.state is State.VALIDATION:
-        if node.validator_ready:
-            return [_set(name, State.UNCORDON)]
-        if node.validation_started_at is None:  # lost in a crash before the state was written: start the clock
-            return [_annotate(name, VALIDATION_START_ANNOTATION, str(int(now)))]
-        if policy.validation_timeout_seconds and now - node.validation_started_at >= policy.validation_timeout_seconds:
-            return _fail(node, f"the validator was not Ready within {policy.validation_timeout_seconds} s")
-        return []
+        return _validate(node, policy, now)
     if node.state is State.UNCORDON:
         # The recorded schedulability is removed only once the node is done (see _entry): a crash between the
         # two must not lose it, or a node cordoned by someone else would be uncordoned on the retry.
@@ -195,12 +258,34 @@ def _bookkeeping(node: NodeObservation) -> list[Action]:
     return [_annotate(node.name, key) for key, present in kept if present]
 
 
-def _entry(node: NodeObservation) -> list[Action]:
+def _record_cordon(node: NodeObservation) -> list[Action]:
+    """NVIDIA's initial-state annotation, as NVIDIA writes it: `true` on a node unschedulable before the upgrade,
+    nothing on a schedulable one (an explicit `false` of an older release is removed: NVIDIA reads presence)."""
+    if node.unschedulable and node.initial_unschedulable is not True:
+        return [_annotate(node.name, INITIAL_STATE_ANNOTATION, "true")]
+    if not node.unschedulable and node.initial_unschedulable is False:
+        return [_annotate(node.name, INITIAL_STATE_ANNOTATION)]
+    return []
+
+
+def _recover(node: NodeObservation, now: float) -> list[Action]:
+    """A failed node whose driver pod is in sync and Ready is validated again (NVIDIA's ProcessUpgradeFailedNodes
+    uncordons it at once); one whose validation timed out stays failed until `upgrade-required` is set."""
+    healthy = node.driver_pod_present and not node.driver_pod_outdated and node.driver_pod_ready
+    if not healthy or node.failure_reason.startswith(VALIDATION_FAILURE):
+        return []
+    return [_annotate(node.name, FAILURE_ANNOTATION), _annotate(node.name, VALIDATION_START_ANNOTATION, str(int(now))),
+            _set(node.name, State.VALIDATION)]
+
+
+def _entry(node: NodeObservation, now: float) -> list[Action]:
     """A node not in progress: does it need an upgrade (or is it done)?"""
-    if node.state is State.FAILED or node.state in IN_PROGRESS or node.state is State.REQUIRED:
+    if node.state is State.FAILED:
+        return _recover(node, now)
+    if node.state in IN_PROGRESS or node.state is State.REQUIRED:
         return []
     if node.driver_pod_present and node.driver_pod_outdated:
-        return [_set(node.name, State.REQUIRED)]
+        return [*_record_cordon(node), _set(node.name, State.REQUIRED)]
     if node.state is State.UNKNOWN and node.driver_pod_present:
         return [_set(node.name, State.DONE)]
     if node.state is State.DONE:
@@ -209,36 +294,40 @@ def _entry(node: NodeObservation) -> list[Action]:
 
 
 def plan(nodes: Sequence[NodeObservation], policy: UpgradePolicy, now: float) -> list[Action]:
-    """Every action for this round: entries, the steps of nodes in progress, then admissions within the limits."""
+    """Every action for this round: entries, the steps of nodes in progress, then admissions within the limits.
+
+    Every observed node is managed (counted in maxUnavailable's percentage and the limits); the skip label keeps
+    a node at `upgrade-required` only (NVIDIA's ProcessUpgradeRequiredNodes)."""
     if not policy.auto_upgrade:
         return []
-    managed = [node for node in nodes if not node.skip]
     actions: list[Action] = []
-    for node in managed:
-        actions += _entry(node)
+    for node in nodes:
+        actions += _entry(node, now)
         if node.state in IN_PROGRESS:
             actions += _step(node, policy, now)
-    actions += _admissions(managed, policy)
+    actions += _admissions(nodes, policy)
     return actions
 
 
-def _admissions(nodes: Iterable[NodeObservation], policy: UpgradePolicy) -> list[Action]:
-    nodes = list(nodes)
-    in_progress = sum(node.state in IN_PROGRESS for node in nodes)
-    unavailable = sum(node.unschedulable or node.state in IN_PROGRESS for node in nodes)
+def _admissions(nodes: Sequence[NodeObservation], policy: UpgradePolicy) -> list[Action]:
+    """NVIDIA's GetUpgradesAvailable: failed nodes hold a slot; NotReady and cordoned nodes are unavailable."""
+    holding = sum(node.state in HOLDS_SLOT for node in nodes)
+    unavailable = sum(node.unschedulable or not node.ready or node.state in IN_PROGRESS for node in nodes)
     budget = policy.unavailable_budget(len(nodes))
     actions: list[Action] = []
-    for node in sorted((n for n in nodes if n.state is State.REQUIRED), key=lambda n: n.name):
-        if policy.max_parallel_upgrades and in_progress >= policy.max_parallel_upgrades:
+    for node in sorted((n for n in nodes if n.state is State.REQUIRED and not n.skip), key=lambda n: n.name):
+        if policy.max_parallel_upgrades and holding >= policy.max_parallel_upgrades:
             break
+        # only a node already cordoned passes an exhausted budget; a NotReady one is cordoned by the upgrade like
+        # any other (ProcessUpgradeRequiredNodes checks IsNodeUnschedulable, not readiness)
         adds_unavailable = not node.unschedulable
         if adds_unavailable and unavailable >= budget:
-            break
-        actions += [_annotate(node.name, INITIAL_STATE_ANNOTATION, str(node.unschedulable).lower()),
+            continue  # an already cordoned node further on may still go
+        actions += [*_record_cordon(node),
                     *[_annotate(node.name, key) for key, at in ((WAIT_START_ANNOTATION, node.wait_started_at),
                                                                 (VALIDATION_START_ANNOTATION,
                                                                  node.validation_started_at)) if at is not None],
                     _set(node.name, State.CORDON)]
-        in_progress += 1
+        holding += 1
         unavailable += adds_unavailable
     return actions

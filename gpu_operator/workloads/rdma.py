@@ -4,7 +4,10 @@ A pod that uses InfiniBand with its GPUs needs more than `nvidia.com/gpu`: an RD
 Network Operator's device plugins (`rdma/ib`, one unit per InfiniBand VF, from the SR-IOV plugin; or
 `rdma/shared_ib: 1`, all HCAs shared, from the shared plugin), the `IPC_LOCK` capability (RDMA pins memory; the
 default memlock limit is 64 KiB), a memory-backed `/dev/shm` (NCCL's intra-node buffers), the pool's node
-selector and tolerations, and NCCL/UCX settings that keep traffic on InfiniBand with GPUDirect. Extended
+selector and tolerations, and NCCL/UCX settings that keep traffic on InfiniBand with GPUDirect. On ND v4 and ND v5
+pools NCCL also gets the VM's real PCIe layout (`NCCL_TOPO_FILE`, mounted from the ConfigMap `nvidia-topology`
+that :meth:`RdmaWorkload.config_maps` gives, :mod:`gpu_operator.workloads.nccl_topology`), as Azure's jobs do:
+without it NCCL misreads the virtualised topology and runs below line rate. Extended
 resources are requested with requests equal to limits, as device plugins require. Containers and pod specs come
 in the form the API server stores (:mod:`gpu_operator.render.stored`): `shm_size="16384Mi"` reads `16Gi`.
 
@@ -20,6 +23,13 @@ from typing import Any, Literal
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem
 from gpu_operator.config.network import network_wanted
 from gpu_operator.render.stored import as_stored
+from gpu_operator.workloads.nccl_topology import (
+    TOPOLOGY_CONFIG_MAP,
+    TOPOLOGY_DIRECTORY,
+    TOPOLOGY_FILE,
+    NcclTopology,
+    nccl_topology,
+)
 
 __all__ = ["AGENT_POOL_LABEL", "NCCL_ENV", "RdmaWorkload", "rdma_workload"]
 
@@ -35,6 +45,7 @@ NCCL_ENV: dict[str, str] = {
     "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
 }
 SHM_VOLUME = "dshm"
+TOPOLOGY_VOLUME = "nvidia-topology"
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -48,6 +59,12 @@ class RdmaWorkload:
     env: dict[str, str]
     annotations: dict[str, str] = field(default_factory=dict)
     shm_size: str = "16Gi"
+    topology: NcclTopology | None = None
+    """The pool's PCIe layout for NCCL (ND v4, ND v5), mounted at `NCCL_TOPO_FILE`; None: NCCL discovers it."""
+
+    def config_maps(self, namespace: str = "default") -> list[dict[str, Any]]:
+        """The ConfigMaps the pods need in `namespace` (the NCCL topology), to create with them."""
+        return [self.topology.config_map(namespace)] if self.topology is not None else []
 
     def container(self, name: str, image: str, *, command: list[str] | None = None,
                   args: list[str] | None = None) -> dict[str, Any]:
@@ -60,6 +77,9 @@ class RdmaWorkload:
             "env": [{"name": key, "value": value} for key, value in self.env.items()],
             "volumeMounts": [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}],
         }
+        if self.topology is not None:
+            container["volumeMounts"].append(
+                {"name": TOPOLOGY_VOLUME, "mountPath": TOPOLOGY_DIRECTORY, "readOnly": True})
         if command is not None:
             container["command"] = list(command)
         if args is not None:
@@ -67,12 +87,17 @@ class RdmaWorkload:
         return as_stored(container)
 
     def pod_spec(self, containers: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        """A pod spec placing `containers` on the pool, with the memory-backed `/dev/shm` volume."""
+        """A pod spec placing `containers` on the pool, with the memory-backed `/dev/shm` volume (and the NCCL
+        topology's ConfigMap volume)."""
+        volumes: list[dict[str, Any]] = [
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}]
+        if self.topology is not None:
+            volumes.append({"name": TOPOLOGY_VOLUME, "configMap": {"name": TOPOLOGY_CONFIG_MAP}})
         return as_stored({
             "nodeSelector": dict(self.node_selector),
             "tolerations": [dict(t) for t in self.tolerations],
             "containers": containers,
-            "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}],
+            "volumes": volumes,
             **extra,
         })
 
@@ -142,6 +167,9 @@ def rdma_workload(
         resources[network.rdma_shared_device_plugin.resource] = "1"
     annotations: dict[str, str] = {}
     env = dict(NCCL_ENV)
+    topology = nccl_topology(target.vm_size)
+    if topology is not None:
+        env["NCCL_TOPO_FILE"] = TOPOLOGY_FILE
     if ipoib:
         if network.ipoib is None:
             problems.append(Problem("ipoib", "no IPoIB network is configured: set network.ipoib"))
@@ -156,4 +184,5 @@ def rdma_workload(
         tolerations=[dict(taint.toleration) for taint in target.node_taints],
         env=env,
         annotations=annotations,
+        topology=topology,
     )

@@ -55,7 +55,7 @@ def test_controller_round(benchmark: Any, capsys: pytest.CaptureFixture[str], co
     from gpu_operator.agents.controller.settings import ControllerSettings
     from gpu_operator.labels import LabellingPolicy
 
-    settings = ControllerSettings("ns", LabellingPolicy(frozenset({"driver", "device-plugin"})),
+    settings = ControllerSettings("ns", LabellingPolicy(),
                                   UpgradePolicy(max_parallel_upgrades=50, max_unavailable="100%"))
     cluster = _controller_cluster(count)
     for _ in range(3):  # labelled, done at the old driver, then upgrade-required: a rollout's first rounds

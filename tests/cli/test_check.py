@@ -29,7 +29,7 @@ def _write(tmp_path: Path, document: dict) -> Path:
 
 def test_a_broken_config_lists_each_violation_once_with_its_fix(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(["check", "-f", str(_write(tmp_path, BROKEN))])
+    status = main(["check", "--production", "-f", str(_write(tmp_path, BROKEN))])  # with the LOW advisories
     out = capsys.readouterr().out
     assert status == 3
     assert out.count("scrape-timeout-within-interval: ServiceMonitor gpu-operator/nvidia-dcgm-exporter") == 1

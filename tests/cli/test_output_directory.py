@@ -37,7 +37,7 @@ def test_the_header_names_the_chart_and_where_its_values_went(
 ) -> None:
     assert main(["render", "-f", str(NO_NETWORK), "-o", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"wrote {len(render(load_config(NO_NETWORK)))} objects to {tmp_path}/" in err
+    assert f"wrote {len(render(load_config(NO_NETWORK)))} Kubernetes objects to {tmp_path}/" in err
     assert ("wrote the values of Helm chart node-feature-discovery 0.19.0 from "
             "oci://registry.k8s.io/nfd/charts/node-feature-discovery in namespace gpu-operator to "
             f"{tmp_path / VALUES}") in err

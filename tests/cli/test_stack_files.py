@@ -74,11 +74,33 @@ def test_a_json_string_config_is_read_as_get_object_reads_it(
     assert documents == render(parse_config({"operator": {"mig": {"strategy": "mixed"}}}))
 
 
-def test_settings_the_program_does_not_read_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_misspelt_setting_is_an_error_not_a_render_of_the_defaults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     stack = tmp_path / "Pulumi.typo.yaml"
     stack.write_text("environment: [shared/gpu]\nconfig:\n  gpu-operator:confg: {operator: {}}\n")
+    assert main(["render", "-f", str(stack)]) == 2
+    out, err = capsys.readouterr()
+    assert "config.gpu-operator:confg: is not a setting stacks/__main__.py reads: did you mean gpu-operator:config?" in err
+    assert out == ""
+
+
+def test_the_settings_read_offline_are_the_programs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every `settings.get*("<key>")` of stacks/__main__.py is a setting the stack-file reader accepts, and no other."""
+    import ast
+
+    from gpu_operator.config.stack_file import CONFIG_KEY, TARGET_KEYS
+
+    tree = ast.parse((STACKS / "__main__.py").read_text())
+    read = {f"gpu-operator:{node.args[0].value}" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "settings"
+            and node.args and isinstance(node.args[0], ast.Constant)}
+    assert read == {CONFIG_KEY, *TARGET_KEYS}
+    stack = tmp_path / "Pulumi.env.yaml"
+    stack.write_text("environment: [shared/gpu]\nconfig:\n  gpu-operator:waitForDaemonsets: true\n"
+                     "  azure-native:location: westeurope\n")
     assert main(["render", "-f", str(stack)]) == 0
     err = capsys.readouterr().err
-    assert "note: gpu-operator:confg is not read by stacks/__main__.py" in err
     assert "Pulumi ESC environments (environment:), which are not read offline" in err
     assert "the stack sets no gpu-operator:config" in err

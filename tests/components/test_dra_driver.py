@@ -28,7 +28,7 @@ DOCUMENT: dict[str, Any] = {
     "operator": {"driver": {"version": "580.95.05"}},
     "pools": [{"name": "h100dra", "vmSize": "Standard_ND96isr_H100_v5", "gpuAllocation": "dra"},
               {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "taints": ["team=ml:NoSchedule"]}],
-    "dra": {"claimTemplates": [TEMPLATE]},
+    "dra": {"namespaces": {"ml": "existing"}, "claimTemplates": [TEMPLATE]},
 }
 
 
@@ -85,6 +85,33 @@ def test_namespace_then_chart_then_claim_templates(recording: Recording) -> None
     assert template.inputs["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
 
 
+def test_a_namespace_to_create_comes_before_its_claim_templates() -> None:
+    """`dra.namespaces: {ml: create}`: the stack creates `ml` (no PSA labels: workloads run there), and each claim
+    template in it waits for it, so the API server never answers `namespaces "ml" not found` mid-update."""
+    recording = run_program(_program({**DOCUMENT, "dra": {"namespaces": {"ml": "create"},
+                                                          "claimTemplates": [TEMPLATE]}}))
+    namespaces = {r.inputs["metadata"]["name"]: r for r in recording.of_type("kubernetes:core/v1:Namespace")}
+    assert set(namespaces) == {"dra-driver-nvidia-gpu", "ml"}
+    assert not any(label.startswith("pod-security") for label in namespaces["ml"].inputs["metadata"]["labels"])
+    template = _kind(recording, "ResourceClaimTemplate")
+    assert namespaces["ml"].urn in template.dependencies
+
+
+@pytest.mark.parametrize(("namespaces", "expected"), [
+    ({}, "dra.claimTemplates[0].namespace: namespace 'ml' is not one the stack creates"),
+    ({"ml": "elsewhere"}, "dra.namespaces.ml"),
+    ({"ml": "existing", "kube-system": "create"}, "dra.namespaces.kube-system: 'kube-system' is a namespace of the "
+                                                   "cluster itself"),
+])
+def test_an_undeclared_claim_namespace_registers_nothing(namespaces: dict[str, str], expected: str) -> None:
+    recording = Recording()
+    document = {**DOCUMENT, "dra": {"namespaces": namespaces, "claimTemplates": [TEMPLATE]}}
+    with pytest.raises(ConfigError) as raised:
+        run_program(_program(document), recording=recording)
+    assert expected in str(raised.value)
+    assert not recording.of_type("kubernetes:")
+
+
 def test_a_slow_chart_still_comes_before_the_claim_templates() -> None:
     recording = run_program(_program(DOCUMENT), mocks=SlowMocks({CHART: 0.2}))
     chart, template = _kind(recording, "Chart"), _kind(recording, "ResourceClaimTemplate")
@@ -114,7 +141,8 @@ def test_a_bad_selector_registers_nothing() -> None:
         "deviceClassName": "gpu.nvidia.com",
         "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].minor == 0"}}]}}]}}}
     with pytest.raises(ConfigError, match="removed in driver v25.8"):
-        run_program(_program({**DOCUMENT, "dra": {"claimTemplates": [bad]}}), recording=recording)
+        run_program(_program({**DOCUMENT, "dra": {"namespaces": {"ml": "existing"}, "claimTemplates": [bad]}}),
+                    recording=recording)
     assert not recording.of_type("kubernetes:")
 
 

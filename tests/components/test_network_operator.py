@@ -120,7 +120,7 @@ def test_waiting_for_mofed_is_a_readiness_resource_after_the_policy() -> None:
                                      {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "count": 5}],
                "network": {**DOCUMENT["network"], "waitForMofed": True, "mofedTimeoutSeconds": 1200}}
     recording = run_program(program(waiting), mocks=SlowMocks({"pulumi-python:dynamic:Resource": 0.3}))
-    [readiness] = [r for r in recording.of_type("pulumi-python:dynamic:Resource")]
+    [readiness] = [r for r in recording.of_type("pulumi-python:dynamic:Resource") if r.name.endswith("-mofed-ready")]
     assert readiness.name == "net-mofed-ready"
     assert readiness.inputs["expectedNodes"] == 3  # the IB pool's nodes only
     assert readiness.inputs["pools"] == ["h100"]
@@ -134,7 +134,7 @@ def test_waiting_for_mofed_is_a_readiness_resource_after_the_policy() -> None:
     ready_at = recording.position("resolved", "net-mofed-ready")
     assert all(recording.position("register", r.name) > ready_at for r in gpu_objects)
     recording = run_program(_program(DOCUMENT))
-    assert not recording.of_type("pulumi-python:dynamic:Resource")
+    assert not [r for r in recording.of_type("pulumi-python:dynamic:Resource") if r.name.endswith("-mofed-ready")]
 
 
 def test_waiting_for_mofed_without_a_kubeconfig_names_the_argument() -> None:
@@ -143,3 +143,108 @@ def test_waiting_for_mofed_without_a_kubeconfig_names_the_argument() -> None:
     with pytest.raises(ConfigError, match=r"network.waitForMofed.*args\['kubeconfig'\]"):
         run_program(_program(waiting), recording=recording)
     assert not recording.of_type(TOKEN)
+
+
+@pytest.mark.parametrize("parallel", [0, 3])
+def test_the_users_max_parallel_upgrades_reaches_the_registered_policy(parallel: int) -> None:
+    """Mellanox/network-operator v26.4.1 api/v1alpha1/nicclusterpolicy_types.go `DriverUpgradePolicySpec`:
+    `maxParallelUpgrades` 0 means no limit (the CRD defaults only an absent field to 1), so 0 and N must reach the
+    NicClusterPolicy Pulumi registers as written, never the default 1."""
+    network = {**DOCUMENT["network"], "ofedDriver": {"upgradePolicy": {"maxParallelUpgrades": parallel}}}
+    recording = run_program(_program({**DOCUMENT, "network": network}))
+    policy = _kind(recording, "NicClusterPolicy")
+    assert policy.inputs["spec"]["ofedDriver"]["upgradePolicy"]["maxParallelUpgrades"] == parallel
+
+
+# -- waitForMofed after a MOFED version change ---------------------------------------------------------------------
+
+from gpu_operator.components.mofed_readiness import MofedReadinessProvider  # noqa: E402
+from gpu_operator.readiness import IB_NODE_LABEL, MOFED_WAIT_LABEL  # noqa: E402
+
+OLD = {"repository": "nvcr.io/nvidia/mellanox", "image": "doca-driver", "version": "doca3.4.0-26.04-0.8.6.0-0"}
+NEW = {**OLD, "version": "doca3.4.1-26.04-1.1.0.0-1"}
+
+
+def _props(image: dict[str, str], **more: Any) -> dict[str, Any]:
+    return {"kubeconfig": "kubeconfig: 1", "pools": ["h100"], "expectedNodes": 2, "policyDigest": "same",
+            "timeoutSeconds": 1, "pollSeconds": 0.05, "mofedImage": image, "namespace": "network-operator", **more}
+
+
+def test_a_mofed_version_change_is_a_change_of_the_readiness_resource() -> None:
+    """The driver DaemonSets update OnDelete (Mellanox/network-operator v26.4.1
+    manifests/state-ofed-driver/0050_ofed-driver-ds.yaml): a new version is a wait of its own, whatever else of
+    the policy's digest stayed."""
+    provider = MofedReadinessProvider()
+    assert provider.diff("id", _props(OLD), _props(NEW)).changes
+    assert not provider.diff("id", _props(NEW), _props(NEW)).changes
+
+
+def test_the_readiness_resource_is_given_the_driver_the_policy_asks_for() -> None:
+    def program(document: dict[str, Any]):
+        def run() -> None:
+            provider = k8s.Provider("cluster", kubeconfig="{}")
+            NetworkOperator("net", {"provider": provider, "config": document, "kubeconfig": "kubeconfig: 1"})
+        return run
+
+    def readiness_of(document: dict[str, Any]) -> Any:
+        [found] = [r for r in run_program(program(document)).of_type("pulumi-python:dynamic:Resource")
+                   if r.name.endswith("-mofed-ready")]
+        return found
+
+    network = {**DOCUMENT["network"], "waitForMofed": True, "ofedDriver": {"image": NEW}}
+    readiness = readiness_of({**DOCUMENT, "network": network})
+    assert readiness.inputs["mofedImage"] == NEW
+    assert readiness.inputs["namespace"] == "network-operator"
+    host = {**DOCUMENT["network"], "waitForMofed": True, "mofed": "host"}
+    readiness = readiness_of({**DOCUMENT, "network": host})
+    assert readiness.inputs.get("mofedImage") is None
+
+
+class _FakeCluster(MofedReadinessProvider):
+    """The provider with the cluster's nodes (every IB node labelled mofed.wait=false) and driver pods given."""
+
+    def __init__(self, pods: list[tuple[str, str, bool]]) -> None:
+        self.pods = pods
+
+    def _listers(self, props: dict[str, Any]) -> tuple[Any, Any]:
+        nodes = [(name, {IB_NODE_LABEL: "true", MOFED_WAIT_LABEL: "false"}) for name in ("n1", "n2")]
+        return (lambda: nodes), (lambda: self.pods)
+
+
+def test_the_update_after_a_version_change_waits_for_the_new_driver_on_every_node() -> None:
+    old, new = (f"{OLD['repository']}/doca-driver:{OLD['version']}-ubuntu22.04-amd64",
+                f"{NEW['repository']}/doca-driver:{NEW['version']}-ubuntu22.04-amd64")
+    provider = _FakeCluster([("n1", new, True), ("n2", old, True)])
+    with pytest.raises(RuntimeError, match=r"network.waitForMofed: .*still on the previous MOFED: n2"):
+        provider.update("id", _props(OLD), _props(NEW))
+    provider.pods = [("n1", new, True), ("n2", new, True)]
+    assert provider.update("id", _props(OLD), _props(NEW)).outs["readyNodes"] == ["n1", "n2"]
+
+
+# -- the IPPool after its CRD, which the Network Operator creates at runtime -------------------------------------
+
+
+def test_the_ip_pool_waits_for_its_crd_to_be_established() -> None:
+    """Mellanox/network-operator v26.4.1: the chart's crds/ hold no nv-ipam CRD; pkg/state/state_nv_ipam_cni.go
+    `Sync` applies it when the operator reconciles the NicClusterPolicy. The IPPool is sent only after a
+    CrdEstablished child, itself after the policy, has seen `ippools.nv-ipam.nvidia.com` Established."""
+    def program() -> None:
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        NetworkOperator("net", {"provider": provider, "config": DOCUMENT, "kubeconfig": "kubeconfig: 1"})
+
+    recording = run_program(program, mocks=SlowMocks({"pulumi-python:dynamic:Resource": 0.3}))
+    [crd] = recording.of_type("pulumi-python:dynamic:Resource")
+    assert crd.name == "net-ippool-crd" and crd.inputs["crd"] == "ippools.nv-ipam.nvidia.com"
+    policy, pool = _kind(recording, "NicClusterPolicy"), _kind(recording, "IPPool")
+    assert policy.urn in crd.dependencies
+    assert crd.urn in pool.dependencies
+    assert recording.position("register", pool.name) > recording.position("resolved", crd.name)
+
+
+def test_the_crd_wait_provider_waits_again_only_for_another_crd() -> None:
+    from gpu_operator.components.crd_readiness import CrdEstablishedProvider
+
+    provider = CrdEstablishedProvider()
+    props = {"kubeconfig": "x", "crd": "ippools.nv-ipam.nvidia.com", "timeoutSeconds": 600}
+    assert not provider.diff("id", props, {**props, "kubeconfig": "rotated"}).changes
+    assert provider.diff("id", props, {**props, "crd": "cidrpools.nv-ipam.nvidia.com"}).changes

@@ -24,7 +24,7 @@ def template(*selectors: str, device_class: str = "gpu.nvidia.com", constraints:
              name: str = "h100") -> dict[str, Any]:
     return {
         "name": name,
-        "namespace": "ml",
+        "namespace": "gpu-operator",  # a namespace the stack creates: no dra.namespaces entry needed
         "spec": {"devices": {
             "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class, "count": 2,
                                                      "selectors": [selector(e) for e in selectors]}}],
@@ -37,6 +37,12 @@ PRODUCT = "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains
 
 # (check, failing document, path of its problem, a passing document)
 DRA_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    ("_claim_template_namespaces", with_pools(H100_DRA, dra={"claimTemplates": [{**template(PRODUCT), "namespace": "ml"}]}),
+     "dra.claimTemplates[0].namespace",
+     with_pools(H100_DRA, dra={"claimTemplates": [{**template(PRODUCT), "namespace": "ml"}],
+                               "namespaces": {"ml": "existing"}})),
+    ("_claim_template_namespaces", with_pools(H100_DRA, dra={"namespaces": {"kube-system": "create"}}),
+     "dra.namespaces.kube-system", with_pools(H100_DRA, dra={"namespaces": {"kube-system": "existing"}})),
     ("_needs_kubernetes_134", {"aks": AKS_133, "pools": [H100_DRA]}, "aks.kubernetesVersion",
      with_pools(H100_DRA)),
     ("_needs_kubernetes_134", {"aks": AKS, "pools": [{**H100_DRA, "orchestratorVersion": "1.32"}]},
@@ -44,8 +50,19 @@ DRA_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     ("_needs_kubernetes_134", {"dra": {"enabled": True}, "operator": {"devicePlugin": {"enabled": False}}},
      "dra.kubernetesVersion",
      {"dra": {"enabled": True, "kubernetesVersion": "1.34"}, "operator": {"devicePlugin": {"enabled": False}}}),
+    # the driver's prerequisites (NVIDIA/k8s-dra-driver-gpu docs/prerequisites.md): v565+ to allocate GPUs,
+    # 570.158.01+ for ComputeDomains (cmd/compute-domain-kubelet-plugin/main.go
+    # IMEXDaemonsWithDNSNamesMinDriverVersion), Kubernetes 1.34.2+
     ("_driver_branch", with_pools(H100_DRA, operator={"driver": {"version": "570.124.06"}}),
-     "operator.driver.version", with_pools(H100_DRA, operator={"driver": {"version": "580.95.05"}})),
+     "operator.driver.version", with_pools(H100_DRA, operator={"driver": {"version": "570.158.01"}})),
+    ("_driver_branch",
+     with_pools(H100_DRA, dra={"computeDomains": False}, operator={"driver": {"version": "560.35.03"}}),
+     "operator.driver.version",
+     with_pools(H100_DRA, dra={"computeDomains": False}, operator={"driver": {"version": "565.57.01"}})),
+    ("_needs_kubernetes_134",
+     {"dra": {"enabled": True, "kubernetesVersion": "1.34.1"}, "operator": {"devicePlugin": {"enabled": False}}},
+     "dra.kubernetesVersion",
+     {"dra": {"enabled": True, "kubernetesVersion": "1.34.2"}, "operator": {"devicePlugin": {"enabled": False}}}),
     ("_one_allocator_per_pool", with_pools({**H100_DRA, "devicePluginConfig": "shared"}, operator={
         "devicePlugin": {"config": {"name": "plugin-config", "default": "shared"}}},
         configs={"devicePlugin": {"shared": {"version": "v1"}}}),

@@ -49,7 +49,7 @@ def test_every_problem_is_listed_with_its_path() -> None:
         "configs.devicePlugin.mps",
     }
     assert "unknown key" in problems["operater"]
-    assert "valid boolean" in problems["operator.driver.enabled"]
+    assert "must be a boolean" in problems["operator.driver.enabled"]
     assert "'sometimes'" in problems["operator.driver.enabled"]
     assert "'maybe'" in problems["operator.mig.strategy"]
     assert "'sha256:' prefix" in problems["operator.toolkit.version"]
@@ -115,6 +115,9 @@ def with_pools(*pools: dict[str, Any], **sections: Any) -> dict[str, Any]:
 _IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
 
 CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    ("_chart_values_are_typed", {"nfd": {"values": {"worker": {"tolerations": {"key": "a"}}}}},
+     "nfd.values.worker.tolerations", {"nfd": {"values": {"worker": {"tolerations": [{"key": "a"}]}}}}),
+    ("_system_namespaces", {"namespace": "kube-system"}, "namespace", {"namespace": "gpu-system"}),
     ("_controller_needs_the_agents_image", {"controller": {"enabled": True}}, "controller.enabled",
      {**_IMAGE, "controller": {"enabled": True}}),
     ("_controller_needs_the_agents_image", {"controller": {"waitForDriverRollout": True}},

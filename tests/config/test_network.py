@@ -88,3 +88,38 @@ def test_errors_name_the_field_and_the_fix(doc: dict[str, Any], path: str, words
     found = problems(doc)
     assert path in found, found
     assert words in found[path]
+
+
+# -- every default image is the one the chart release we claim pairs with ----------------------------------------
+
+#: Our image field -> the component's key in the release's own list (Mellanox/network-operator hack/release.yaml).
+RELEASE_KEYS = {
+    "ofed_driver.image": "Mofed",
+    "rdma_shared_device_plugin.image": "RdmaSharedDevicePlugin",
+    "sriov_device_plugin.image": "SriovDevicePlugin",
+    "multus_image": "Multus",
+    "cni_plugins_image": "CniPlugins",
+    "ipoib_image": "Ipoib",
+    "nv_ipam_image": "nvIpam",
+    "doca_telemetry_image": "docaTelemetryService",
+}
+
+
+def test_every_default_image_is_the_one_the_claimed_chart_release_pairs_with() -> None:
+    """Mellanox/network-operator v26.4.1 hack/release.yaml (read from ../shared/reference/data): the DOCA driver
+    of chart 26.4.1 is `doca3.4.1-26.04-1.1.0.0-1` (26.4.0 paired `doca3.4.0-26.04-0.8.6.0-0`), and every other
+    component image is the release's."""
+    import yaml
+
+    from gpu_operator.config.network import CHART_VERSION, NetworkSpec
+    from tests.support.reference import reference_file
+
+    release = yaml.safe_load(reference_file(f"network-operator/release-v{CHART_VERSION}.yaml").read_text())
+    assert release["NetworkOperator"]["version"] == f"v{CHART_VERSION}"
+    spec = NetworkSpec()
+    for field, key in RELEASE_KEYS.items():
+        image = spec
+        for part in field.split("."):
+            image = getattr(image, part)
+        expected = {name: release[key][name] for name in ("repository", "image", "version")}
+        assert image.to_spec() == expected, field

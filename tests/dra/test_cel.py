@@ -101,6 +101,6 @@ def test_bad_quantities(text: str) -> None:
 
 
 def test_semantic_versions_compare_numerically() -> None:
-    assert SemVer("580.95.5") > SemVer("580.9.50")
+    assert SemVer("580.95.5").compare(SemVer("580.9.50")) == 1
     with pytest.raises(ValueError, match="semantic version"):
         SemVer("580.95.05")

@@ -94,3 +94,65 @@ def test_the_nvml_comes_from_the_environment(tmp_path: Path, capsys: pytest.Capt
     monkeypatch.setenv("GPU_OPERATOR_NVML", "fake:h200-8x")
     assert main(["dra", "match", str(write(tmp_path, template(1)))]) == 0
     assert "NVIDIA H200" in capsys.readouterr().out
+
+
+# --- the report: a summary per request by default, every device with -v (issue 22, item 15) ----------------------
+
+SUMMARY_CASES = [
+    # (claim file, node, lines the summary holds, lines only -v prints)
+    ("claim-templates.yaml", "fake:h100-8x",
+     ["  request gpu: 1 of gpu.nvidia.com, 8 of 8 devices match",
+      "    match: gpu-0, gpu-1, gpu-2, gpu-3, ... (8 in all)",
+      "  request mig: 1 of mig.nvidia.com, 0 of 8 devices match",
+      "    no (8): DeviceClass mig.nvidia.com is false: gpu-0, gpu-1, gpu-2, gpu-3, ... (8 in all)",
+      "  allocated: gpu: gpu-0"],
+     ["    gpu-7                        NVIDIA H100 80GB HBM3  pci0000:80  memory 81559Mi  -> match",
+      "-> no: DeviceClass mig.nvidia.com is false"]),
+    ("claim-templates.yaml", "fake:a100-8x-mig",
+     ["  request mig: 1 of mig.nvidia.com, 56 of 56 devices match", "    no (56): DeviceClass gpu.nvidia.com is false"],
+     ["-> no: DeviceClass gpu.nvidia.com is false"]),
+]
+
+
+@pytest.mark.parametrize(("claims", "node", "summary", "details"), SUMMARY_CASES)
+def test_a_summary_per_request_by_default_and_every_device_with_v(
+    claims: str, node: str, summary: list[str], details: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The verdicts are those of `gpu_operator.dra.match` (the scheduler's rules, kubernetes/kubernetes
+    `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`); only their presentation differs."""
+    main(["dra", "match", str(EXAMPLES / claims), "--nvml", node])
+    short = capsys.readouterr().out
+    main(["dra", "match", str(EXAMPLES / claims), "--nvml", node, "-v"])
+    long = capsys.readouterr().out
+    for line in summary:
+        assert line in short
+    for line in details:
+        assert line not in short and line in long
+    assert len(short.splitlines()) < len(long.splitlines())
+
+
+def test_the_summary_names_the_first_reasons_only() -> None:
+    """Five devices failing for five reasons and one matching: the match, three reasons with their devices, and a
+    count of the others; `verbose` lists all six."""
+    import io
+
+    from gpu_operator.dra.command import _FIRST_REASONS, _report
+    from gpu_operator.dra.match import Candidate, MatchResult, RequestResult
+    from gpu_operator.dra.slices import PublishedDevice
+
+    devices = [PublishedDevice("gpu.nvidia.com", f"gpu-{i}", {"productName": "NVIDIA H100"}, {}) for i in range(6)]
+    candidates = [Candidate(devices[0], True)] + [Candidate(d, False, f"selector {i} is false")
+                                                  for i, d in enumerate(devices[1:])]
+    result = MatchResult("t", [RequestResult("gpus", "gpu.nvidia.com", 1, candidates)], {"gpus": ["gpu-0"]})
+    short, long = io.StringIO(), io.StringIO()
+    _report(result, "ResourceClaim", short)
+    _report(result, "ResourceClaim", long, verbose=True)
+    assert short.getvalue().splitlines() == [
+        "ResourceClaim t:",
+        "  request gpus: 1 of gpu.nvidia.com, 1 of 6 devices match",
+        "    match: gpu-0",
+        *[f"    no (1): selector {i} is false: gpu-{i + 1}" for i in range(_FIRST_REASONS)],
+        f"    ... {5 - _FIRST_REASONS} more reasons (-v lists every device)",
+        "  allocated: gpus: gpu-0",
+    ]
+    assert [line.split()[0] for line in long.getvalue().splitlines()[2:-1]] == [d.name for d in devices]

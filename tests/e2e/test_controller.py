@@ -11,8 +11,15 @@ label and one GPU pod each. The controller runs as a local process with a token 
    never more than `maxParallelUpgrades` in progress, never more than `maxUnavailable` cordoned. Injected faults:
    a node whose validator never runs (its deploy label set to `false` on purpose), a GPU pod a
    PodDisruptionBudget protects, and a node deleted mid-upgrade. Those two nodes end `upgrade-failed` with a
-   reason, the deleted one is gone, every other node is `upgrade-done` on the new driver and schedulable.
+   reason, the deleted one is gone, every other node is `upgrade-done` on the new driver and schedulable. One
+   node's GPU pod holds its GPU through a DRA ResourceClaim (allocated by `gpu.nvidia.com`) instead of
+   `nvidia.com/gpu`: it is evicted like the others.
 3. The API server refused none of the controller's requests; its status ConfigMap and metrics tell the result.
+4. Slow drivers, on a control plane of their own (KWOK stage `kwok-stages/slow-driver.yaml`), at
+   maxParallelUpgrades 1: a new driver pod that is Running but not Ready for a few restarts, then one that
+   crash-loops. No node is validated or uncordoned before its new driver pod is Ready (NVIDIA's
+   isDriverPodInSync), the crash-looping node fails after more than 10 restarts, and it then holds every further
+   admission (a failed node counts as in progress): the bad driver reaches no other node.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import pytest
 import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
+from lightkube.resources.resource_v1 import ResourceClaim
+from lightkube.types import PatchType
 
 from gpu_operator.components.driver_rollout import DriverRolloutProvider
 from gpu_operator.config import parse_config
@@ -51,28 +60,28 @@ NODES = int(os.environ.get("CONTROLLER_E2E_NODES", "100"))
 SCALE = max(1.0, NODES / 100)  # the waits grow with the fleet
 MAX_PARALLEL, MAX_UNAVAILABLE = int(os.environ.get("CONTROLLER_E2E_PARALLEL", "20")), "25%"
 STATE = "nvidia.com/gpu-driver-upgrade-state"
-NO_VALIDATION, PDB_NODE, DELETED_NODE = "gpu-007", "gpu-013", "gpu-042"
+NO_VALIDATION, PDB_NODE, DELETED_NODE, DRA_NODE = "gpu-007", "gpu-013", "gpu-042", "gpu-021"
 IN_PROGRESS = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
                "pod-restart-required", "validation-required", "uncordon-required"}
 _KEPT = {"RuntimeClass", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Namespace"}
 Object = dict[str, Any]
 
 
-def _document(version: str) -> Object:
+def _document(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> Object:
     document = yaml.safe_load(FLEET_CONFIG.read_text())
     document["namespace"] = NAMESPACE
     document["operator"].setdefault("driver", {})["version"] = version
     document["operator"]["driver"]["upgradePolicy"] = {
-        "maxParallelUpgrades": MAX_PARALLEL, "maxUnavailable": MAX_UNAVAILABLE,
+        "maxParallelUpgrades": parallel, "maxUnavailable": unavailable,
         "podDeletion": {"timeoutSeconds": 5, "force": True}}  # the test's GPU pods are bare pods
     document["controller"] = {"validationTimeoutSeconds": 15, "resyncSeconds": 60}
     return document
 
 
-def _objects(version: str) -> list[Object]:
+def _objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> list[Object]:
     """The controller's objects and the driver and validator DaemonSets, as the render gives them."""
     chosen = []
-    for obj in render(parse_config(_document(version))):
+    for obj in render(parse_config(_document(version, parallel, unavailable))):
         name, kind = obj["metadata"]["name"], obj["kind"]
         if (kind in _KEPT and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount", "RuntimeClass"))) or name in (
                 "nvidia-driver-daemonset", "nvidia-operator-validator"):
@@ -102,10 +111,28 @@ def _node(index: int) -> Object:
 
 
 def _gpu_pod(node: str) -> Object:
+    if node == DRA_NODE:  # its GPU comes from a ResourceClaim of NVIDIA's DRA driver, not from nvidia.com/gpu
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"train-{node}", "namespace": "default", "labels": {"app": f"train-{node}"}},
+                "spec": {"nodeName": node, "resourceClaims": [{"name": "gpu", "resourceClaimName": f"gpu-{node}"}],
+                         "containers": [{"name": "train", "image": "example.com/train:1",
+                                         "resources": {"claims": [{"name": "gpu"}]}}]}}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"train-{node}", "namespace": "default", "labels": {"app": f"train-{node}"}},
             "spec": {"nodeName": node, "containers": [{"name": "train", "image": "example.com/train:1",
                                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def _allocated_claim(client: Client, node: str) -> None:
+    """The ResourceClaim of the DRA node's pod, allocated by NVIDIA's DRA driver (as its scheduler plugin would)."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": f"gpu-{node}", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    assert not server_side_apply(client, [claim], KindTable(), dry_run=False, field_manager="e2e-controller")
+    status = {"status": {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": "gpu-0"}]}}}}
+    client.patch(ResourceClaim.Status, f"gpu-{node}", status, namespace="default",
+                 patch_type=PatchType.MERGE)
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +144,17 @@ def cluster(plane: ControlPlane) -> Client:
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "protect-training", "namespace": "default"},
            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": f"train-{PDB_NODE}"}}}}
-    failures = server_side_apply(admin, [*objects, *nodes, pdb, *[_gpu_pod(n["metadata"]["name"]) for n in nodes]],
-                                 table, dry_run=False, field_manager="e2e-controller")
+    failures = server_side_apply(admin, [*objects, *nodes, pdb], table, dry_run=False, field_manager="e2e-controller")
+    assert not failures, "\n".join(map(str, failures))
+    _allocated_claim(admin, DRA_NODE)
+    failures = server_side_apply(admin, [_gpu_pod(n["metadata"]["name"]) for n in nodes], table, dry_run=False,
+                                 field_manager="e2e-controller")
     assert not failures, "\n".join(map(str, failures))
     return admin
 
 
-@pytest.fixture(scope="module")
-def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    workdir = tmp_path_factory.mktemp("controller")
+def _start_controller(plane: ControlPlane, cluster: Client, workdir: Path) -> Any:
+    """The controller as a local process with a token of its rendered ServiceAccount."""
     settings = cluster.get(ConfigMap, "gpu-operator-controller", namespace=NAMESPACE).data["controller.json"]
     (workdir / "controller.json").write_text(settings)
     token = service_account_token(cluster, NAMESPACE, "gpu-operator")
@@ -139,19 +168,29 @@ def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.Te
         [str(AGENT), "operator", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
          f"--health-probe-bind-address=127.0.0.1:{free_port()}"],
         env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
     process.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
     process.log_path = workdir / "controller.log"  # type: ignore[attr-defined]
+    return process
+
+
+def _stop_controller(process: Any) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    process = _start_controller(plane, cluster, tmp_path_factory.mktemp("controller"))
     try:
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=15)
-        log.close()
+        _stop_controller(process)
 
 
 def _nodes(client: Client) -> dict[str, Any]:
@@ -264,6 +303,8 @@ def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane
     done = sorted(name for name in nodes if name not in failed)
     assert len({revision[name] for name in done}) == 1 and revision[done[0]] != revision[PDB_NODE]
     assert not any(nodes[name].spec.unschedulable for name in done)
+    assert DRA_NODE in done and not [p for p in cluster.list(Pod, namespace="default")
+                                     if p.metadata.name == f"train-{DRA_NODE}"], "the DRA claim's pod was not evicted"
     assert watcher.max_in_progress <= MAX_PARALLEL and watcher.max_cordoned <= -(-NODES * 25 // 100)
     with pytest.raises(RuntimeError, match=f"failed on 2 node.*{NO_VALIDATION}: the validator.*{PDB_NODE}: a Pod"):
         _wait_for_rollout(plane)  # `pulumi up` with waitForDriverRollout fails, naming both nodes and why
@@ -313,3 +354,119 @@ def _status(client: Client) -> dict[str, str]:
         return dict(client.get(ConfigMap, "gpu-operator-status", namespace=NAMESPACE).data or {})
     except Exception:
         return {}
+
+
+# --- 4. slow and crash-looping drivers -------------------------------------------------------------------------
+
+SLOW_NODES = ("slow-a", "slow-crash", "slow-x", "slow-y")  # admitted in name order: slow-a, then slow-crash
+SLOW_LABEL = ("e2e.pulumi-gpu-operator/driver", "slow")  # what kwok-stages/slow-driver.yaml selects
+VALIDATED_OR_LATER = {"validation-required", "uncordon-required", "upgrade-done"}
+
+
+@pytest.fixture(scope="module")
+def slow_plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("slow-driver-plane"))
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+def _slow_node(name: str) -> Object:
+    node = _node(0)
+    node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    return node
+
+
+def _slow_driver_template(version: str) -> list[Object]:
+    """The new driver DaemonSet, its pods labelled for the slow-driver KWOK stages."""
+    [driver] = [o for o in _objects(version, parallel=1, unavailable="100%") if o["kind"] == "DaemonSet"
+                and o["metadata"]["name"] == "nvidia-driver-daemonset"]
+    driver["spec"]["template"]["metadata"].setdefault("labels", {})[SLOW_LABEL[0]] = SLOW_LABEL[1]
+    return [driver]
+
+
+class _ReadinessWatcher(threading.Thread):
+    """Samples nodes and driver pods: every node seen validated (or later) or uncordoned again after its cordon
+    must run a new driver pod that is Ready; records each node's states and the violations."""
+
+    def __init__(self, client: Client, old_revision: dict[str, str]) -> None:
+        super().__init__(daemon=True)
+        self.client, self.old, self.stop = client, old_revision, threading.Event()
+        self.states: dict[str, list[str]] = {}
+        self.cordoned: set[str] = set()
+        self.violations: list[str] = []
+
+    def run(self) -> None:
+        while not self.stop.wait(0.2):
+            try:
+                nodes = _nodes(self.client)
+                pods = [p for p in _pods(self.client, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None]
+            except Exception:  # the control plane is stopping
+                return
+            drivers = {p.spec.nodeName: p for p in pods}
+            for name, node in nodes.items():
+                state = (node.metadata.labels or {}).get(STATE, "")
+                history = self.states.setdefault(name, [])
+                if not history or history[-1] != state:
+                    history.append(state)
+                if node.spec.unschedulable:
+                    self.cordoned.add(name)
+                started = any(s in IN_PROGRESS for s in history)
+                checked = started and (state in VALIDATED_OR_LATER or (name in self.cordoned
+                                                                        and not node.spec.unschedulable))
+                if not checked:
+                    continue
+                pod = drivers.get(name)
+                new = pod is not None and pod.metadata.labels.get("controller-revision-hash") != self.old.get(name)
+                ready = pod is not None and pod.status.phase == "Running" and bool(pod.status.containerStatuses) and \
+                    all(c.ready for c in pod.status.containerStatuses)
+                if not (new and ready):
+                    self.violations.append(f"{name}: {state!r}, schedulable={not node.spec.unschedulable}, driver pod "
+                                           f"{'new' if new else 'old or missing'} and {'Ready' if ready else 'not Ready'}")
+
+
+def test_slow_drivers_are_validated_only_when_ready_and_a_failed_node_holds_the_rollout(
+        slow_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> None:
+    admin = slow_plane.client()
+    objects = _objects("595.91.07", parallel=1, unavailable="100%")
+    failures = server_side_apply(admin, [*objects, *map(_slow_node, SLOW_NODES)], KindTable(), dry_run=False,
+                                 field_manager="e2e-controller")
+    assert not failures, "\n".join(map(str, failures))
+    process = _start_controller(slow_plane, admin, tmp_path_factory.mktemp("slow-controller"))
+    watcher = None
+    try:
+        wait_until(lambda: sorted((n.metadata.labels or {}).get(STATE, "") for n in _nodes(admin).values())
+                   == ["upgrade-done"] * len(SLOW_NODES), timeout=120, what="every node upgrade-done on the old driver")
+        old = {p.spec.nodeName: p.metadata.labels["controller-revision-hash"]
+               for p in _pods(admin, "nvidia-driver-daemonset")}
+        watcher = _ReadinessWatcher(admin, old)
+        watcher.start()
+        assert not server_side_apply(admin, _slow_driver_template("595.100.01"), KindTable(), dry_run=False,
+                                     field_manager="e2e-controller")
+
+        def state(name: str) -> str:
+            return (_nodes(admin)[name].metadata.labels or {}).get(STATE, "")
+
+        wait_until(lambda: state("slow-a") == "upgrade-done" and "pod-restart-required" in watcher.states.get("slow-a", []),
+                   timeout=120, what="slow-a upgraded on its slow driver")
+        wait_until(lambda: state("slow-crash") == "upgrade-failed", timeout=120,
+                   what="slow-crash failed on its crash-looping driver")
+        time.sleep(15)  # the crashing pod keeps changing: rounds go on, and must admit no one
+        nodes = _nodes(admin)
+        reason = nodes["slow-crash"].metadata.annotations["nvidia.com/gpu-driver-upgrade-failure-reason"]
+        assert "restarted more than 10 times" in reason
+        for held in ("slow-x", "slow-y"):
+            assert state(held) == "upgrade-required" and not nodes[held].spec.unschedulable, str(watcher.states)
+            assert not set(watcher.states[held]) & IN_PROGRESS, watcher.states[held]
+        assert watcher.violations == [], watcher.violations[:5]
+        note(f"controller slow drivers: slow-a validated only once Ready ({watcher.states['slow-a']}); slow-crash "
+             f"failed ({reason}); slow-x and slow-y held at upgrade-required at maxParallelUpgrades 1")
+        assert process.poll() is None, _log_tail(process)
+    except (AssertionError, TimeoutError) as error:
+        pytest.fail(f"{error}\n{_histogram(admin)}\n{_log_tail(process)}", pytrace=False)
+    finally:
+        if watcher is not None:
+            watcher.stop.set()
+            watcher.join(timeout=10)
+        _stop_controller(process)

@@ -26,12 +26,12 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
 
-from gpu_operator.agents.nvml import open_nvml
 from gpu_operator.config import GpuStackConfig, load_config
 from gpu_operator.dra.match import match_claim
-from gpu_operator.dra.slices import PublishedDevice, node_devices, resource_slice
+from gpu_operator.dra.slices import PublishedDevice, resource_slice
 from gpu_operator.render.dra import device_classes, dra_objects
 from gpu_operator.workloads.dra import PodClaim, Request, claim_template, pod
+from tests.dra.cel_corpus import simulated_node_devices
 from tests.e2e.apply import KindTable, ensure_namespaces, server_side_apply
 from tests.e2e.nodes import fleet_nodes, node_object
 from tests.e2e.report import note
@@ -53,11 +53,7 @@ def dra_config() -> GpuStackConfig:
 
 @pytest.fixture(scope="module")
 def devices() -> list[PublishedDevice]:
-    nvml = open_nvml("fake:h100-8x")
-    try:
-        return node_devices(nvml, simulated=True)
-    finally:
-        nvml.close()
+    return simulated_node_devices()
 
 
 @pytest.fixture(scope="module")

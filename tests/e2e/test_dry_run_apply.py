@@ -18,6 +18,7 @@ from lightkube import Client
 
 from gpu_operator.config import GpuStackConfig, load_config, parse_config
 from gpu_operator.render import render
+from gpu_operator.render.stack import stack_objects
 from tests.e2e.apply import KindTable, ensure_namespaces, server_side_apply
 from tests.e2e.nodes import FLEET_CONFIG
 from tests.golden.cases import CASES
@@ -68,3 +69,23 @@ def test_a_misspelt_field_or_an_invalid_value_is_refused(admin: Client, kinds: K
     assert "updateStrategie" in failures[0].message and "not declared in schema" in failures[0].message
     assert failures[1].code == 422 and "metadata.labels" in failures[1].message, failures[1]
     assert ".spec.endpoint: field not declared in schema" in failures[2].message, failures[2]
+
+
+@pytest.mark.parametrize("parallel", [0, 3])
+def test_the_users_max_parallel_mofed_upgrades_is_what_the_api_server_keeps(parallel: int, admin: Client,
+                                                                            kinds: KindTable) -> None:
+    """Issue 21 item 8: `network.ofedDriver.upgradePolicy.maxParallelUpgrades` (0 = every node at once, or N) is what
+    the API server stores in the NicClusterPolicy, not the CRD's default of 1 (Mellanox/network-operator v26.4.1
+    api/v1alpha1/nicclusterpolicy_types.go `DriverUpgradePolicySpec.MaxParallelUpgrades`, `+kubebuilder:default=1`,
+    `omitempty`: the default applies only when the field is absent)."""
+    document = {"namespace": "gpu-operator", "network": {"enabled": True, "vfDeviceIds": ["101e"], "ofedDriver": {
+        "upgradePolicy": {"maxParallelUpgrades": parallel}}}}
+    policy = next(o for o in stack_objects(parse_config(document)) if o["kind"] == "NicClusterPolicy")
+    table = KindTable(custom=dict(kinds.custom))
+    table.learn([policy])
+    assert not server_side_apply(admin, [policy], table, dry_run=False, field_manager="e2e-mofed-upgrades")
+    try:
+        stored = admin.get(table.resource(policy), policy["metadata"]["name"])
+        assert stored["spec"]["ofedDriver"]["upgradePolicy"]["maxParallelUpgrades"] == parallel
+    finally:
+        admin.delete(table.resource(policy), policy["metadata"]["name"])

@@ -165,8 +165,8 @@ def test_update_changes_exactly_the_render_diff_then_nothing(
     if name == "monitoring":
         install_prometheus_operator_crds(cluster)  # as kube-prometheus-stack would have
     if name == "dra":
-        # the example's claim template lives in the workloads' namespace, which the user's cluster has (the stack
-        # neither creates nor requires it today: "namespaces \"ml\" not found" from the API server mid-update)
+        # the example's claim template lives in the workloads' namespace, which it declares `dra.namespaces: {ml:
+        # existing}`: the user's cluster has it, and the stack neither creates nor deletes it
         ensure_namespaces(cluster, [{"kind": "Namespace", "metadata": {"name": "ml"}}])
     config = fleet.configure(document)
     preview = fleet.stack.preview()

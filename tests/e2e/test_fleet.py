@@ -8,7 +8,9 @@ any pool. The tests then run in this order on the same objects:
 2. each agent that calls the API (feature discovery, validator, node status exporter, and the metrics exporter,
    which reads pods for their labels in this fleet) runs as a local process with a token of the service account
    its DaemonSet runs as: what it must publish is there, the API server answered none of its requests with 403,
-   and the granted rules it never used are reported;
+   and every rule it is granted was used by some request (a grant no request used fails the test: the rendered
+   RBAC is exactly enough); feature discovery runs twice, the second time over objects others changed, so its
+   update, conflict and delete paths make their calls;
 3. applying the same render again changes no object (no perpetual diff), and a config change (time-slicing on)
    changes exactly the objects whose render changed, adds the new ones, and removes the ones it no longer renders;
 4. deleting every object leaves nothing of ours behind and no namespace Terminating (the garbage collector and
@@ -26,6 +28,8 @@ import yaml
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Namespace, Pod
 
+from gpu_operator.agents.feature_discovery.gpu_devices import NODE_LABEL, gpu_device_object
+from gpu_operator.agents.feature_discovery.node_feature import node_feature_name
 from gpu_operator.agents.nvml import open_nvml
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.render import render
@@ -139,8 +143,9 @@ def _check_rbac(plane: ControlPlane, objects: list[Object], namespace: str, acco
     refused = forbidden(requests)
     assert not refused, f"{agent} lacks rules in the rendered RBAC of {account}:\n" + "\n".join(map(str, refused))
     unused = unused_grants(granted_rules(objects, namespace, account), requests)
-    note(f"{agent} as {namespace}/{account}: {len(requests)} requests, none refused; granted but unused: "
-         + (", ".join(unused) if unused else "none"))
+    assert not unused, (f"the rendered RBAC of {account} grants what {agent} never asked for (narrow the rule, or "
+                        "exercise the code path that needs it):\n" + "\n".join(unused))
+    note(f"{agent} as {namespace}/{account}: {len(requests)} requests, none refused, every grant used")
 
 
 def _gpu_node(fleet: list[SimulatedNode], pool: str) -> SimulatedNode:
@@ -161,11 +166,16 @@ def test_feature_discovery_publishes_node_feature_and_gpu_devices_with_its_rende
     machine_type.write_text(node.labels["node.kubernetes.io/instance-type"] + "\n")
     env.update({"GPU_OPERATOR_NVML": NVML_PROFILES[pool], "GFD_ONESHOT": "true",
                 "GFD_MACHINE_TYPE_FILE": str(machine_type)})
-    run = run_agent(control_plane, "feature-discovery", env, service_account_token(admin, namespace, account), tmp_path)
+    token = service_account_token(admin, namespace, account)
+    run = run_agent(control_plane, "feature-discovery", env, token, tmp_path)
     assert run.returncode == 0, run.output
 
     table = KindTable(custom=dict(kinds.custom))
     table.learn(deployed)
+    # a restarted agent finds what others changed: every call its RBAC grants is then made once
+    stale = _drift_published_objects(admin, table, namespace, node.name, NVML_PROFILES[pool])
+    run = run_agent(control_plane, "feature-discovery", env, token, tmp_path)
+    assert run.returncode == 0, run.output
     node_feature = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature"}
     features = [f for f in _list(admin, table.resource(node_feature), namespace=namespace)
                 if (f.get("metadata", {}).get("labels") or {}).get("nfd.node.kubernetes.io/node-name") == node.name]
@@ -181,10 +191,45 @@ def test_feature_discovery_publishes_node_feature_and_gpu_devices_with_its_rende
     devices = [d for d in _list(admin, table.resource(gpu_device))
                if any(ref.get("name") == node.name for ref in d["metadata"].get("ownerReferences") or [])]
     assert len(devices) == 8, f"expected 8 GpuDevice objects owned by {node.name}, found {len(devices)}\n{run.output}"
+    assert all(d["metadata"]["labels"].get(NODE_LABEL) == node.name for d in devices), run.output
+    assert stale not in {d["metadata"]["name"] for d in _list(admin, table.resource(gpu_device))}, run.output
     _check_rbac(control_plane, deployed, namespace, account, "feature-discovery")
 
 
-@pytest.mark.parametrize("component", ["cuda", "plugin"])
+def _drift_published_objects(admin: Client, table: KindTable, namespace: str, node: str, profile: str) -> str:
+    """Change what feature discovery published, as a restart may find it: a stale label in the NodeFeature (the
+    agent updates it), one GpuDevice without the node label (so its create is refused as existing, and the agent
+    reads and updates it) and one GpuDevice of a GPU the node no longer has (the agent deletes it). Returns the
+    name of that one."""
+    nvml = open_nvml(profile)
+    system, gpu = nvml.system(), nvml.devices()[0]
+    feature = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+               "metadata": {"name": node_feature_name(node), "namespace": namespace},
+               "spec": {"labels": {"nvidia.com/gpu.product": "drifted"}}}
+    unlabelled = gpu_device_object(node, system, gpu)
+    unlabelled["metadata"]["labels"] = {}
+    unlabelled["spec"]["product"] = "drifted"
+    gone = gpu_device_object(node, system, gpu)
+    gone["metadata"]["name"] = f"{node}-gpu-gone"
+    gone["spec"]["uuid"] = "GPU-00000000-0000-0000-0000-000000000000"
+    admin.delete(table.resource(unlabelled), unlabelled["metadata"]["name"])
+    wait_until(lambda: not _exists(admin, table, unlabelled), timeout=30, what="the GpuDevice to be deleted")
+    failures = server_side_apply(admin, [feature, unlabelled, gone], table, dry_run=False, field_manager="e2e-drift")
+    assert not failures, failures
+    return gone["metadata"]["name"]
+
+
+def _exists(admin: Client, table: KindTable, obj: Object) -> bool:
+    try:
+        admin.get(table.resource(obj), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+    except ApiError as error:
+        if error.status.code == 404:
+            return False
+        raise
+    return True
+
+
+@pytest.mark.parametrize("component", ["plugin", "cuda"])  # the plugin check also reads the node
 def test_validator_runs_its_workload_pods_with_its_rendered_rbac(
     component: str, admin: Client, control_plane: ControlPlane, deployed: list[Object], fleet: list[SimulatedNode],
     tmp_path: Path,

@@ -11,8 +11,9 @@
 5. `device-plugin-allocates-a-gpu`: the device plugin registered with a fake kubelet (real gRPC on unix sockets)
    advertises nvidia-smi's GPUs and allocates GPU 0 with its device node.
 6. `validator-host-driver`: `validator --component driver` finds the host's driver and writes `driver-ready`.
-7. `cdi-spec-vs-nvidia-ctk`: only where `nvidia-ctk` is on PATH; the device plugin's CDI spec against
-   `nvidia-ctk cdi generate`, device by device (names and device nodes).
+7. `cdi-spec-vs-nvidia-ctk`: only where `nvidia-ctk` and `cdi-apply` are found (`CDI_TOOLS=<dir>`, the e2e
+   tools, or PATH); the device plugin's CDI spec for GPU 0 against `nvidia-ctk cdi generate`'s, both applied by the
+   CDI library: every edit NVIDIA's makes must be in ours (`tests.support.cdi_reference`).
 
 Nothing here changes a GPU's configuration: no MIG mode, no clocks, no reset. Each step bounds its own waits.
 """
@@ -24,7 +25,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-import yaml
 
 from tests.agents.gpu_machine import GpuEvidence, find_gpu_evidence
 from tests.gpu.load import GpuLoad
 from tests.gpu.smi import SmiError, SmiGpu, query_smi
+from tests.support.cdi_reference import ReferenceTools, compare_on_real_gpu, find_reference_tools
 
 __all__ = [
     "PASSED",
@@ -85,7 +85,8 @@ class CheckContext:
     #: The kernel's views the validator reads (/proc/devices, nvidia-caps, /sys/module/nvidia).
     proc: str = "/proc"
     sys: str = "/sys"
-    nvidia_ctk: str | None = field(default_factory=lambda: shutil.which("nvidia-ctk"))
+    #: `nvidia-ctk` and `cdi-apply` (CDI_TOOLS=<dir>, the e2e tools' bin directory, else PATH); None skips step 7.
+    cdi_tools: ReferenceTools | None = field(default_factory=lambda: find_reference_tools(*_cdi_tool_dirs()))
     environ: dict[str, str] = field(default_factory=lambda: {
         k: v for k, v in os.environ.items() if not k.startswith(("DCGM_", "GPU_OPERATOR_", "PYTEST_"))
     })
@@ -393,39 +394,31 @@ def validator_host_driver(ctx: CheckContext) -> StepResult:
     return StepResult("validator-host-driver", PASSED, "driver-ready written for the host driver", tuple(lines))
 
 
-# -- 7. CDI spec (only with nvidia-ctk) --------------------------------------------------------------------------------
+# -- 7. CDI spec (only with nvidia-ctk and cdi-apply) ----------------------------------------------------------------------
 
 
-def _cdi_devices(spec: dict[str, Any]) -> dict[str, list[str]]:
-    """Device name -> the paths of its device nodes."""
-    return {str(d.get("name")): sorted(str(n.get("path")) for n in (d.get("containerEdits") or {}).get("deviceNodes")
-                                       or ()) for d in spec.get("devices") or ()}
+def _cdi_tool_dirs() -> list[Path]:
+    directories = [Path(os.environ["CDI_TOOLS"])] if os.environ.get("CDI_TOOLS") else []
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        built = subprocess.run([str(ROOT / "tools" / "e2e" / "build.sh"), "--bin-dir"], capture_output=True,
+                               text=True, timeout=30, check=True).stdout.strip()
+        directories.append(Path(built))
+    return directories
 
 
 def cdi_spec_vs_nvidia_ctk(ctx: CheckContext) -> StepResult:
-    """The hook for the device plugin's CDI generation: its `gpu` spec against `nvidia-ctk cdi generate`."""
-    if ctx.nvidia_ctk is None:
-        return StepResult("cdi-spec-vs-nvidia-ctk", SKIPPED, "nvidia-ctk is not on PATH")
-    gpus = ctx.smi()
-    reference_file = ctx.work_dir / "nvidia-ctk-cdi.yaml"
-    done = _run(ctx, [ctx.nvidia_ctk, "cdi", "generate", "--format", "yaml", "--output", str(reference_file)])
-    if done.returncode != 0:
-        raise StepFailed(f"nvidia-ctk cdi generate exited {done.returncode}", done.stderr.strip().splitlines()[-10:])
-    from tests.agents.device_plugin.harness import short_tempdir
-
-    with short_tempdir() as directory, _plugin(ctx, Path(directory), device_list_strategy="cdi-annotations") as _:
-        written = sorted(Path(directory, "cdi").glob("*.yaml"))
-        ours = yaml.safe_load(written[0].read_text()) if written else {}
-    reference = _cdi_devices(yaml.safe_load(reference_file.read_text()) or {})
-    mine = _cdi_devices(ours or {})
-    problems: list[str] = []
-    lines = [f"our spec: {written[0].name if written else 'none written'}, kind {ours.get('kind') if ours else None}"]
-    for gpu in gpus:
-        lines.append(_expect(problems, f"GPU {gpu.index} ({gpu.uuid}) device nodes", mine.get(gpu.uuid),
-                             reference.get(gpu.uuid)))
-    if problems:
-        raise StepFailed(f"{len(problems)} device(s) differ from nvidia-ctk's spec", [*problems, "", *lines])
-    return StepResult("cdi-spec-vs-nvidia-ctk", PASSED, f"{len(gpus)} GPU device(s) agree", tuple(lines))
+    """The device plugin's CDI spec for GPU 0 against `nvidia-ctk cdi generate`'s, both applied by the CDI library
+    (`cdi-apply`) to one OCI spec: every mount, hook, device node and env NVIDIA's injects must be in ours."""
+    if ctx.cdi_tools is None:
+        return StepResult("cdi-spec-vs-nvidia-ctk", SKIPPED,
+                          "nvidia-ctk and cdi-apply not found (CDI_TOOLS=<dir>, `make e2e-tools`, or PATH)")
+    try:
+        uuid, missing = compare_on_real_gpu(ctx.cdi_tools, ctx.work_dir)
+    except RuntimeError as error:
+        raise StepFailed("the CDI comparison could not run", str(error).splitlines()[-10:]) from error
+    if missing:
+        raise StepFailed(f"our spec lacks {len(missing)} edit(s) NVIDIA's injects for GPU {uuid}", missing)
+    return StepResult("cdi-spec-vs-nvidia-ctk", PASSED, f"GPU {uuid}: our spec injects every edit NVIDIA's does")
 
 
 #: The steps in order: (name, function, whether it needs the `driver` step to have passed).

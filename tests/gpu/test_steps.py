@@ -93,7 +93,7 @@ def ctx(tmp_path: Path, kernel: Node, dev_root: Path) -> Iterator[CheckContext]:
     # (no second one within a minute) and the simulated nvidia-smi's one reading are the same draw.
     yield CheckContext(work_dir=tmp_path / "work", nvml=f"fake:{PROFILE}", smi=simulated_smi(), load=None,
                        load_seconds=0, collect_interval_ms=60_000, host_root=kernel.paths.host_root,
-                       proc=kernel.paths.proc, sys=kernel.paths.sys, dev_root=str(dev_root), nvidia_ctk=None)
+                       proc=kernel.paths.proc, sys=kernel.paths.sys, dev_root=str(dev_root), cdi_tools=None)
 
 
 def test_parse_smi_reads_numbers_and_not_available() -> None:
@@ -142,7 +142,7 @@ def test_the_whole_check_and_its_report(ctx: CheckContext, tmp_path: Path) -> No
     page = write_report(results, tmp_path / "report", machine_facts(ctx.nvml))
     text = page.read_text()
     assert page.name == MARKDOWN_NAME and text.startswith("# gpu-check: passed\n")
-    assert "| cdi-spec-vs-nvidia-ctk | skipped |" in text and "nvidia-ctk is not on PATH" in text
+    assert "| cdi-spec-vs-nvidia-ctk | skipped |" in text and "nvidia-ctk and cdi-apply not found" in text
     assert '"verdict": "passed"' in (tmp_path / "report" / JSON_NAME).read_text()
 
 

@@ -1,4 +1,9 @@
-"""Node labelling (reference/gpu-operator.md §6): every workload config, pause value and switch, as a table."""
+"""Node labelling (reference/gpu-operator.md §6): every workload config, pause value and switch, as a table.
+
+Upstream: NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go (gpuStateLabels, getEffectiveStateLabels,
+addGPUStateLabels, removeGPUStateLabels, removeAllGPUStateLabels, hasMIGCapableGPU) and
+controllers/nodelabeling_controller.go (updateGPUStateLabels, reconcileCommonGPULabel).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,10 @@ from gpu_operator.labels import (
     label_changes,
 )
 
-ALL = frozenset({*(op for ops in WORKLOAD_OPERANDS.values() for op in ops), "mig-manager"})
-POLICY = LabellingPolicy(ALL, mig_manager_enabled=True, mig_default_config="all-disabled")
-SANDBOX = LabellingPolicy(ALL, sandbox_enabled=True, default_workload="container", mig_manager_enabled=True,
+POLICY = LabellingPolicy(mig_manager_enabled=True, mig_default_config="all-disabled")
+SANDBOX = LabellingPolicy(sandbox_enabled=True, default_workload="container", mig_manager_enabled=True,
                           mig_default_config="all-disabled")
+KATA = LabellingPolicy(sandbox_enabled=True, sandbox_mode="kata")
 NFD = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 D = "nvidia.com/gpu.deploy."
 CONTAINER = {f"{D}{op}": "true" for op in (*WORKLOAD_OPERANDS["container"], "client")}
@@ -37,15 +42,16 @@ def _after(labels: dict[str, str], policy: LabellingPolicy = POLICY) -> dict[str
     ({**NFD, "nvidia.com/gpu.workload.config": "vm-passthrough"}, POLICY,
      (*WORKLOAD_OPERANDS["container"], "client")),  # sandbox off: every node is container
     ({**NFD, "nvidia.com/gpu.workload.config": "vm-passthrough"}, SANDBOX,
-     (*WORKLOAD_OPERANDS["vm-passthrough"], "client")),
+     ("sandbox-device-plugin", *WORKLOAD_OPERANDS["vm-passthrough"], "client")),
+    ({**NFD, "nvidia.com/gpu.workload.config": "vm-passthrough"}, KATA,
+     ("kata-sandbox-device-plugin", *WORKLOAD_OPERANDS["vm-passthrough"], "client")),
     ({**NFD, "nvidia.com/gpu.workload.config": "vm-vgpu"}, SANDBOX, (*WORKLOAD_OPERANDS["vm-vgpu"], "client")),
     ({**NFD, "nvidia.com/gpu.workload.config": "bogus"}, SANDBOX, (*WORKLOAD_OPERANDS["container"], "client")),
-    ({**NFD}, LabellingPolicy(ALL, sandbox_enabled=True, default_workload="vm-vgpu"),
+    ({**NFD}, LabellingPolicy(sandbox_enabled=True, default_workload="vm-vgpu"),
      (*WORKLOAD_OPERANDS["vm-vgpu"], "client")),
     ({**NFD, f"{D}operands": "false"}, POLICY, ()),
     ({"feature.node.kubernetes.io/pci-10de.present": "false"}, POLICY, ()),
     ({}, POLICY, ()),
-    (NFD, LabellingPolicy(frozenset({"driver", "device-plugin"})), ("driver", "device-plugin", "client")),
 ])
 def test_desired_operands(labels: dict[str, str], policy: LabellingPolicy, operands: tuple[str, ...]) -> None:
     assert desired_operands(labels, policy) == operands
@@ -80,7 +86,7 @@ def test_an_existing_mig_layout_is_never_overwritten() -> None:
 
 
 def test_no_mig_seed_without_the_mig_manager() -> None:
-    policy = LabellingPolicy(ALL, mig_manager_enabled=False, mig_default_config="all-disabled")
+    policy = LabellingPolicy(mig_manager_enabled=False, mig_default_config="all-disabled")
     assert "nvidia.com/mig.config" not in _after({**NFD, "nvidia.com/mig.capable": "true"}, policy)
 
 
@@ -106,3 +112,62 @@ def test_labels_outside_the_workload_are_removed_when_the_workload_changes() -> 
 
 def test_a_cpu_node_is_left_alone() -> None:
     assert label_changes({"kubernetes.io/os": "linux"}, POLICY) == {}
+
+
+def test_the_whole_container_set_whatever_the_config_enables() -> None:
+    """state_manager.go gpuStateLabels / addGPUStateLabels: the effective set of the workload config is written
+    as it is, never narrowed to the operands the ClusterPolicy enables (DCGM is off by default, yet
+    `gpu.deploy.dcgm=true` is set), and a MIG-capable container node gets `mig-manager` besides."""
+    after = _after({**NFD, "nvidia.com/mig.capable": "true"}, LabellingPolicy())
+    deploy = {key.removeprefix(D): value for key, value in after.items() if key.startswith(D)}
+    assert deploy == {op: "true" for op in (*WORKLOAD_OPERANDS["container"], "mig-manager", "client")}
+    assert deploy["dcgm"] == "true" and deploy["node-status-exporter"] == "true"
+
+
+@pytest.mark.parametrize("foreign", ["nvidia.com/gpu.deploy.my-gpu-agent", "nvidia.com/gpu.deploy.nvsm"])
+@pytest.mark.parametrize("labels", [
+    {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER},                       # a labelled GPU node
+    {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}operands": "false"},  # operands switched off
+    {"nvidia.com/gpu.present": "true", **CONTAINER},                              # its GPU went away
+])
+def test_deploy_labels_we_do_not_own_are_left_alone(labels: dict[str, str], foreign: str) -> None:
+    """state_manager.go removeGPUStateLabels / removeAllGPUStateLabels delete only the keys of
+    clusterPolicyStateLabelKeys (every gpuStateLabels key, both sandbox device plugins, mig-manager) and
+    gpuClusterStateLabels; any other `nvidia.com/gpu.deploy.*` label is someone else's."""
+    labels = {**labels, foreign: "true"}
+    assert foreign not in label_changes(labels, POLICY)
+    assert _after(labels)[foreign] == "true"
+
+
+def test_the_dra_stacks_deploy_labels_are_swept_from_a_cluster_policy_node() -> None:
+    """state_manager.go removeGPUStateLabels: gpuClusterStateLabels (dra-driver, dra-validator, dcgm-dra,
+    dcgm-exporter-dra) are in the swept keys, so the DRA stack's leftovers go."""
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER,
+              **{f"{D}{op}": "true" for op in ("dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra")}}
+    assert _after(labels) == {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER}
+
+
+def test_kata_mode_swaps_the_passthrough_device_plugin_and_vm_passthrough_runs_the_kata_manager() -> None:
+    """state_manager.go getEffectiveStateLabels: with `sandboxWorkloads.mode: kata` a vm-passthrough node gets
+    `kata-sandbox-device-plugin` instead of `sandbox-device-plugin` (and the other way round with kubevirt);
+    gpuStateLabels[vm-passthrough] holds `kata-manager`."""
+    labels = {**NFD, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.workload.config": "vm-passthrough",
+              f"{D}sandbox-device-plugin": "true"}
+    changes = label_changes(labels, KATA)
+    assert changes[f"{D}sandbox-device-plugin"] is None and changes[f"{D}kata-sandbox-device-plugin"] == "true"
+    assert changes[f"{D}kata-manager"] == "true"
+    kubevirt = LabellingPolicy(sandbox_enabled=True)
+    after = _after({**labels, f"{D}kata-sandbox-device-plugin": "true"}, kubevirt)
+    assert f"{D}kata-sandbox-device-plugin" not in after and after[f"{D}sandbox-device-plugin"] == "true"
+
+
+def test_mig_manager_stays_on_a_container_node_and_goes_with_another_workload() -> None:
+    """state_manager.go removeGPUStateLabels skips mig-manager on the container config (addGPUStateLabels owns
+    it), so a node whose GPU no longer reads as MIG-capable keeps it; on vm-vgpu it is not in the effective set
+    and goes. addGPUStateLabels adds it only when hasMIGManagerLabel finds no key, so an empty value stays."""
+    labels = {**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}mig-manager": "true",
+              "nvidia.com/mig.capable": "false"}
+    assert f"{D}mig-manager" not in label_changes(labels, SANDBOX)
+    assert label_changes({**labels, "nvidia.com/gpu.workload.config": "vm-vgpu"}, SANDBOX)[f"{D}mig-manager"] is None
+    empty = {**labels, "nvidia.com/mig.capable": "true", f"{D}mig-manager": "", "nvidia.com/mig.config": "x"}
+    assert label_changes(empty, POLICY) == {}

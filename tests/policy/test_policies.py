@@ -70,7 +70,7 @@ CASES = [
 
 TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
 FLEET = PolicyContext(pool_taints=((TAINT,),), max_infiniband_nics=8, prometheus_selector={"release": "prom"},
-                      exporter_gpus=8)
+                      exporter_gpus=8, production=True)  # production: the advisories that are silent otherwise
 NS = {"apiVersion": "v1", "kind": "Namespace",
       "metadata": {"name": "gpu-operator", "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
 DRIVER = _with(_with(DS, "metadata.name", "nvidia-driver-daemonset"),
@@ -116,7 +116,7 @@ FLEET_CASES = [
      [_with(GPU_POD, "spec.containers.0.resources", {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "16"}})]),
     ("monitors-carry-prometheus-selector", [SVC, LABELLED_SM], [SVC, SM]),
     ("exporter-memory-fits-the-gpus", [EXPORTER],
-     [_with(EXPORTER, "spec.template.spec.containers.0.resources.limits.memory", "512Mi")]),
+     [_with(EXPORTER, "spec.template.spec.containers.0.resources.limits.memory", "256Mi")]),
 ]
 
 
@@ -128,12 +128,12 @@ def test_each_policy_passes_and_fails(name: str, passing: list[dict[str, Any]], 
     assert violation.policy == name and violation.message
 
 
-#: A memory limit as the API server may spell it → whether it is under the ~640 MiB of 8 GPUs (1 GiB for OFED).
+#: A memory limit as the API server may spell it → whether it is under dcgm-exporter's 512 MiB (1 GiB for OFED).
 MEMORY_SPELLINGS = [
     ("1Gi", False, False), ("1024Mi", False, False), ("1048576Ki", False, False), ("1073741824", False, False),
     ("2Gi", False, False), ("1Ti", False, False), ("1536Mi", False, False), ("1G", False, True),
-    ("671088640", False, True), ("512Mi", True, True), ("0.5Gi", True, True), ("600M", True, True),
-    ("500e6", True, True),
+    ("671088640", False, True), ("512Mi", False, True), ("0.5Gi", False, True), ("600M", False, True),
+    ("500e6", True, True), ("511Mi", True, True),
 ]
 
 
@@ -172,7 +172,9 @@ def test_context_free_policies_are_off_without_their_context() -> None:
 
 
 def test_every_policy_has_a_case_and_says_how_to_fix_it() -> None:
-    covered = {case[0] for case in CASES + FLEET_CASES} | {"bounded-parallel-driver-upgrades"}
+    # the two judged on config facts alone: tests/cli/test_check.py and tests/cli/test_newcomer_notes.py
+    covered = {case[0] for case in CASES + FLEET_CASES} | {"bounded-parallel-driver-upgrades",
+                                                           "infiniband-feature-registered"}
     assert covered == {policy.name for policy in POLICIES}
     assert all(policy.remediation and policy.description for policy in POLICIES)
 

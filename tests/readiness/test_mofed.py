@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_operator.readiness import IB_NODE_LABEL, MOFED_WAIT_LABEL, MofedNotReady, mofed_readiness, wait_for_mofed
+from gpu_operator.readiness import (
+    IB_NODE_LABEL,
+    MOFED_WAIT_LABEL,
+    MofedNotReady,
+    mofed_readiness,
+    wait_for_mofed,
+)
 
 IB = {IB_NODE_LABEL: "true"}
 
@@ -34,33 +40,20 @@ def test_readiness(nodes, expected, ready, waiting, is_ready) -> None:
     assert (readiness.ready_nodes, readiness.waiting_nodes, readiness.ready) == (ready, waiting, is_ready)
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 def test_waiting_ends_when_the_last_node_turns_false() -> None:
     observations = iter([
         [_node("a", "true"), _node("b", "true")],
         [_node("a", "false"), _node("b", "true")],
         [_node("a", "false"), _node("b", "false")],
     ])
-    clock = _Clock()
+    clock = FakeClock()
     readiness = wait_for_mofed(lambda: next(observations), 2, 600, 10, clock=clock, sleep=clock.sleep)
     assert readiness.ready_nodes == ("a", "b")
     assert clock.sleeps == [10, 10]
 
 
 def test_timeout_names_the_nodes_still_waiting() -> None:
-    clock = _Clock()
+    clock = FakeClock()
     with pytest.raises(MofedNotReady) as raised:
         wait_for_mofed(lambda: [_node("a", "false"), _node("gpu-7", "true")], 2, 25, 10,
                        clock=clock, sleep=clock.sleep)
@@ -71,7 +64,7 @@ def test_timeout_names_the_nodes_still_waiting() -> None:
 
 
 def test_a_failing_list_is_retried_until_the_deadline_then_raised() -> None:
-    clock = _Clock()
+    clock = FakeClock()
     calls = []
 
     def flaky() -> list[tuple[str, dict[str, str]]]:
@@ -81,7 +74,7 @@ def test_a_failing_list_is_retried_until_the_deadline_then_raised() -> None:
         return [_node("a", "false")]
 
     assert wait_for_mofed(flaky, 1, 600, 5, clock=clock, sleep=clock.sleep).ready
-    clock = _Clock()
+    clock = FakeClock()
 
     def down() -> list[tuple[str, dict[str, str]]]:
         raise ConnectionError("unreachable")
@@ -89,3 +82,58 @@ def test_a_failing_list_is_retried_until_the_deadline_then_raised() -> None:
     with pytest.raises(ConnectionError):
         wait_for_mofed(down, 1, 12, 5, clock=clock, sleep=clock.sleep)
     assert clock.now == 12
+
+
+# -- a MOFED version change: the label stays false while the previous driver runs -----------------------------------
+
+from gpu_operator.readiness import DriverImage  # noqa: E402
+from tests.support.fake_clock import FakeClock
+
+NEW = DriverImage("nvcr.io/nvidia/mellanox", "doca-driver", "doca3.4.1-26.04-1.1.0.0-1")
+OLD_IMAGE = "nvcr.io/nvidia/mellanox/doca-driver:doca3.4.0-26.04-0.8.6.0-0-ubuntu22.04-amd64"
+NEW_IMAGE = "nvcr.io/nvidia/mellanox/doca-driver:doca3.4.1-26.04-1.1.0.0-1-ubuntu22.04-amd64"
+
+
+def test_the_driver_image_matches_every_suffix_the_operator_builds() -> None:
+    """Mellanox/network-operator v26.4.1 pkg/state/state_ofed.go `getMofedDriverImageName`: `mofedImageFormat`
+    `<repo>/<image>:<version>-<os><ver>-<arch>`, `precompiledImageFormat` with the kernel before the OS, and
+    `sha256ImageFormat` `<repo>/<image>@<version>`."""
+    assert NEW.runs_in(NEW_IMAGE)
+    precompiled = "doca3.4.1-26.04-1.1.0.0-1-5.15.0-1089-azure-ubuntu22.04-amd64"
+    assert NEW.runs_in(f"nvcr.io/nvidia/mellanox/doca-driver:{precompiled}")
+    assert DriverImage("r", "doca-driver", "sha256:" + "a" * 64).runs_in("r/doca-driver@sha256:" + "a" * 64)
+    assert not NEW.runs_in(OLD_IMAGE)
+    assert not NEW.runs_in("nvcr.io/nvidia/mellanox/doca-driver:doca3.4.1-26.04-1.1.0.0-10-ubuntu22.04-amd64")
+
+
+def test_a_node_on_the_previous_mofed_is_still_waiting() -> None:
+    """controllers/mofed_wait_labels.go `processOFEDPodsForWaitLabels` sets mofed.wait from the readiness of
+    whatever driver pod runs on the node, and the driver DaemonSet updates OnDelete
+    (manifests/state-ofed-driver/0050_ofed-driver-ds.yaml): right after a version change every label still says
+    false."""
+    nodes = [_node("a", "false"), _node("b", "false")]
+    pods = [("a", NEW_IMAGE, True), ("b", OLD_IMAGE, True)]
+    readiness = mofed_readiness(nodes, 2, pods, NEW)
+    assert (readiness.ready_nodes, readiness.waiting_nodes, readiness.outdated_nodes) == (("a",), ("b",), ("b",))
+    assert "still on the previous MOFED: b" in readiness.describe()
+    # the new pod is there but its mofed-container not ready yet; a node whose pod is gone waits for the new one
+    assert not mofed_readiness(nodes, 2, [("a", NEW_IMAGE, True), ("b", NEW_IMAGE, False)], NEW).ready
+    assert not mofed_readiness(nodes, 2, [("a", NEW_IMAGE, True)], NEW).ready
+    assert mofed_readiness(nodes, 2, [("a", NEW_IMAGE, True), ("b", NEW_IMAGE, True)], NEW).ready
+    # no driver pods at all (host MOFED, or nothing scheduled yet): the label decides, as without a version
+    assert mofed_readiness(nodes, 2, [], NEW).ready
+
+
+def test_the_wait_after_a_version_change_ends_only_when_every_node_runs_it() -> None:
+    nodes = [_node("a", "false"), _node("b", "false")]
+    rounds = iter([
+        [("a", OLD_IMAGE, True), ("b", OLD_IMAGE, True)],   # the policy changed; nothing upgraded yet
+        [("a", NEW_IMAGE, False), ("b", OLD_IMAGE, True)],  # a's new driver compiling
+        [("a", NEW_IMAGE, True), ("b", OLD_IMAGE, True)],
+        [("a", NEW_IMAGE, True), ("b", NEW_IMAGE, True)],
+    ])
+    clock = FakeClock()
+    readiness = wait_for_mofed(lambda: nodes, 2, 600, 10, clock=clock, sleep=clock.sleep,
+                               list_pods=lambda: next(rounds), wanted=NEW)
+    assert readiness.ready_nodes == ("a", "b")
+    assert clock.sleeps == [10, 10, 10]

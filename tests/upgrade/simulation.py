@@ -1,4 +1,11 @@
-"""A simulated cluster for the upgrade planner: nodes, their pods, and how the API and kubelet answer actions."""
+"""A simulated cluster for the upgrade planner: nodes, their pods, and how the API and kubelet answer actions.
+
+Time passes in ticks. A deleted driver pod comes back at the new revision not Ready: it installs for a few ticks
+(`install_ticks`), or crash-loops (`crash_ticks`: one restart a tick, then Ready once the restarts pass that
+count; None: never). A validator turns Ready only after the driver pod is Ready (its init containers wait for the
+driver), unless `validation_never`. GPU pod deletion is refused while `pdb_blocks`; a drain (its own options) is
+refused while `drain_blocks`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,12 @@ from dataclasses import dataclass, field
 
 from gpu_operator.upgrade import Action, NodeObservation, State
 from gpu_operator.upgrade.state_machine import (
-    ActionKind,
+    DRIVER_RESTART_LIMIT,
+    FAILURE_ANNOTATION,
     INITIAL_STATE_ANNOTATION,
     VALIDATION_START_ANNOTATION,
     WAIT_START_ANNOTATION,
+    ActionKind,
 )
 
 NEW, OLD = "new", "old"
@@ -20,13 +29,21 @@ class SimNode:
     name: str
     state: State = State.UNKNOWN
     unschedulable: bool = False
+    ready: bool = True
     annotations: dict[str, str] = field(default_factory=dict)
     driver_revision: str | None = OLD
+    driver_ready: bool = True
+    restarts: int = 0
+    install_ticks: int = 0
+    crash_ticks: int | None = 0
     digest_changed: bool = True
     gpu_pods: int = 0
     jobs: int = 0
     pdb_blocks: bool = False
+    drain_blocks: bool = False
     eviction_refused: bool = False
+    deletion_failed: bool = False
+    """A GPU pod deletion of this node was refused at least once (what may lead to a drain)."""
     validation_never: bool = False
     validator_ready: bool = False
     skip: bool = False
@@ -38,14 +55,17 @@ class SimNode:
         wait = self.annotations.get(WAIT_START_ANNOTATION)
         validation = self.annotations.get(VALIDATION_START_ANNOTATION)
         return NodeObservation(
-            name=self.name, state=self.state, unschedulable=self.unschedulable,
-            initial_unschedulable=None if initial is None else initial == "true", skip=self.skip,
+            name=self.name, state=self.state, unschedulable=self.unschedulable, ready=self.ready,
+            initial_unschedulable=None if initial is None else initial != "false", skip=self.skip,
             driver_pod_present=self.driver_revision is not None,
             driver_pod_outdated=self.driver_revision == OLD, config_digest_changed=self.digest_changed,
+            driver_pod_ready=self.driver_ready, driver_pod_failing=not self.driver_ready
+            and self.restarts > DRIVER_RESTART_LIMIT,
             gpu_pods=self.gpu_pods, jobs_running=self.jobs, eviction_blocked=self.eviction_refused,
             validator_ready=self.validator_ready,
             wait_started_at=None if wait is None else float(wait),
             validation_started_at=None if validation is None else float(validation),
+            failure_reason=self.annotations.get(FAILURE_ANNOTATION, ""),
         )
 
 
@@ -56,6 +76,8 @@ def apply(nodes: dict[str, SimNode], action: Action) -> None:
         return
     node.history.append(action)
     if action.kind is ActionKind.SET_STATE:
+        if State(action.value) is State.DRAIN:
+            node.eviction_refused = False  # the drain's evictions start afresh
         node.state = State(action.value)
     elif action.kind is ActionKind.CORDON:
         node.unschedulable = True
@@ -67,21 +89,33 @@ def apply(nodes: dict[str, SimNode], action: Action) -> None:
             node.annotations[key] = value
         else:
             node.annotations.pop(key, None)
-    elif action.kind in (ActionKind.DELETE_GPU_PODS, ActionKind.DRAIN):
+    elif action.kind is ActionKind.DELETE_GPU_PODS:
         if node.pdb_blocks:
+            node.eviction_refused = node.deletion_failed = True
+        else:
+            node.gpu_pods = 0
+    elif action.kind is ActionKind.DRAIN:
+        if node.drain_blocks:
             node.eviction_refused = True
         else:
             node.gpu_pods = 0
     elif action.kind is ActionKind.DELETE_DRIVER_POD:
         node.driver_revision = None
-        node.validator_ready = False
+        node.driver_ready = node.validator_ready = False
 
 
 def tick(nodes: dict[str, SimNode]) -> None:
-    """Time passes: the DaemonSet recreates deleted driver pods, validators pass, jobs finish."""
+    """Time passes: the DaemonSet recreates deleted driver pods, drivers install or crash, validators pass."""
     for node in nodes.values():
         if node.driver_revision is None:
-            node.driver_revision = NEW
+            node.driver_revision, node.driver_ready, node.restarts = NEW, False, 0
+        elif node.driver_revision == NEW and not node.driver_ready:
+            if node.crash_ticks is None or node.restarts < node.crash_ticks:
+                node.restarts += 1 if node.crash_ticks != 0 else 0
+            if node.install_ticks > 0:
+                node.install_ticks -= 1
+            elif node.crash_ticks is not None and node.restarts >= node.crash_ticks:
+                node.driver_ready = True
         elif node.driver_revision == NEW and not node.validation_never:
             node.validator_ready = True
         if node.jobs and node.job_ticks_left <= 0:

@@ -30,9 +30,9 @@ def _kinds(actions: list[Action]) -> list[tuple[str, str]]:
     (NodeObservation("n", State.WAIT_FOR_JOBS, jobs_running=1, wait_started_at=0), []),  # timeout 0: forever
     (NodeObservation("n", State.WAIT_FOR_JOBS), [("set-state", "pod-deletion-required")]),
     (NodeObservation("n", State.POD_DELETION, gpu_pods=2), [("delete-gpu-pods", "")]),
-    (NodeObservation("n", State.POD_DELETION, gpu_pods=2, eviction_blocked=True),
-     [("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"), ("set-state", "upgrade-failed")]),
-    (NodeObservation("n", State.POD_DELETION), [("set-state", "drain-required")]),
+    (NodeObservation("n", State.POD_DELETION, gpu_pods=2, eviction_blocked=True),  # drain enabled: the fallback
+     [("set-state", "drain-required")]),
+    (NodeObservation("n", State.POD_DELETION), [("set-state", "pod-restart-required")]),
     (NodeObservation("n", State.DRAIN, gpu_pods=1), [("drain", "")]),
     (NodeObservation("n", State.DRAIN), [("set-state", "pod-restart-required")]),
     (NodeObservation("n", State.POD_RESTART, driver_pod_outdated=True), [("delete-driver-pod", "")]),
@@ -49,10 +49,19 @@ def _kinds(actions: list[Action]) -> list[tuple[str, str]]:
      [("uncordon", ""), ("set-state", "upgrade-done")]),
     (NodeObservation("n", State.UNCORDON, unschedulable=True, initial_unschedulable=True),  # cordoned by someone
      [("set-state", "upgrade-done")]),
+    (NodeObservation("n", State.DRAIN, gpu_pods=1, eviction_blocked=True),
+     [("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"), ("set-state", "upgrade-failed")]),
+    (NodeObservation("n", State.POD_RESTART, driver_pod_ready=False), []),  # the new driver is installing
+    (NodeObservation("n", State.POD_RESTART, driver_pod_ready=False, driver_pod_failing=True),
+     [("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"), ("set-state", "upgrade-failed")]),
+    (NodeObservation("n", State.VALIDATION, validator_ready=True, driver_pod_ready=False, validation_started_at=690),
+     []),
     (NodeObservation("n", State.DONE, initial_unschedulable=False, validation_started_at=5),
      [("annotate", "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"),
       ("annotate", "nvidia.com/gpu-driver-upgrade-validation-start-time")]),
-    (NodeObservation("n", State.CORDON, skip=True), []),
+    (NodeObservation("n", State.CORDON, skip=True),  # skip is read at upgrade-required only
+     [("cordon", ""), ("set-state", "wait-for-jobs-required")]),
+    (NodeObservation("n", State.REQUIRED, skip=True, driver_pod_outdated=True), []),
 ])
 def test_one_step(node: NodeObservation, expected: list[tuple[str, str]]) -> None:
     assert _kinds(plan([node], POLICY, now=700)) == expected
@@ -85,6 +94,131 @@ def test_an_already_cordoned_node_does_not_use_the_unavailable_budget_twice() ->
              NodeObservation("b", State.REQUIRED, driver_pod_outdated=True)]
     actions = plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)
     assert [a.node for a in actions if a.value == "cordon-required"] == ["a", "b"]
-    recorded = [a.value for a in actions if a.kind is A.ANNOTATE]
-    assert recorded == ["nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable=true",
-                        "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable=false"]
+    recorded = [(a.node, a.value) for a in actions if a.kind is A.ANNOTATE]
+    assert recorded == [("a", "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable=true")]
+
+
+# --- issue 20, items 11-15: each test names the upstream function it follows (k8s-operator-libs pkg/upgrade as
+# vendored in gpu-operator v26.7.0, vendor/github.com/NVIDIA/k8s-operator-libs/pkg/upgrade/).
+
+def _admitted(actions: list[Action]) -> list[str]:
+    return [a.node for a in actions if a.kind is A.SET_STATE and a.value == "cordon-required"]
+
+
+def test_a_failed_node_holds_an_upgrade_slot() -> None:
+    """Item 11. common_manager.go GetUpgradesInProgress counts every managed node outside unknown, done and
+    upgrade-required, so `upgrade-failed` holds a slot; GetUpgradesAvailable then leaves none at
+    maxParallelUpgrades 1 and InplaceNodeStateManagerImpl.ProcessUpgradeRequiredNodes admits no node."""
+    nodes = [NodeObservation("a", State.FAILED, unschedulable=True, driver_pod_ready=False,
+                             failure_reason="the new driver pod restarted more than 10 times without becoming Ready"),
+             NodeObservation("b", State.REQUIRED, driver_pod_outdated=True)]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%"), 0)) == []
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=2, max_unavailable="100%"), 0)) == ["b"]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable="100%"), 0)) == ["b"]
+
+
+def test_a_not_ready_node_is_not_admitted_past_an_exhausted_budget() -> None:
+    """Item 15. InplaceNodeStateManagerImpl.ProcessUpgradeRequiredNodes: with no upgrade available only a node that
+    IsNodeUnschedulable goes on; a NotReady node that is still schedulable waits (it would be cordoned by the
+    upgrade, past maxUnavailable). GetCurrentUnavailableNodes counts NotReady nodes as unavailable."""
+    nodes = [NodeObservation(name, State.REQUIRED, driver_pod_outdated=True, ready=False, unschedulable=cordoned)
+             for name, cordoned in (("a", False), ("b", True), ("c", False))]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)) == ["b"]
+
+
+def test_validation_waits_for_the_new_driver_pod_running_and_ready() -> None:
+    """Item 12. common_manager.go ProcessPodRestartNodes moves a node to validation-required only when
+    isDriverPodInSync (revision in sync, phase Running, every container status Ready); a stale Ready validator
+    must not let a node be uncordoned while its new driver is still installing."""
+    installing = NodeObservation("n", State.POD_RESTART, driver_pod_ready=False, validator_ready=True)
+    assert plan([installing], POLICY, 700) == []
+    ready = NodeObservation("n", State.POD_RESTART, driver_pod_ready=True, validator_ready=True)
+    assert _kinds(plan([ready], POLICY, 700))[-1] == ("set-state", "validation-required")
+
+
+def test_a_crash_looping_new_driver_pod_fails_the_node() -> None:
+    """Item 12. common_manager.go isDriverPodFailing: a not-Ready (init) container with more than 10 restarts
+    sends the node to upgrade-failed from ProcessPodRestartNodes."""
+    node = NodeObservation("n", State.POD_RESTART, driver_pod_ready=False, driver_pod_failing=True)
+    actions = plan([node], POLICY, 700)
+    assert _kinds(actions)[-1] == ("set-state", "upgrade-failed")
+    assert "restarted more than 10 times" in actions[0].value
+
+
+@pytest.mark.parametrize("drain", [True, False])
+def test_a_successful_gpu_pod_deletion_goes_to_pod_restart_never_to_drain(drain: bool) -> None:
+    """Item 13. pod_manager.go SchedulePodEviction: once the GPU pods are deleted the node goes to
+    pod-restart-required; drain-required only comes from updateNodeToDrainOrFailed, after a failed deletion."""
+    policy = UpgradePolicy(drain=drain)
+    assert _kinds(plan([NodeObservation("n", State.POD_DELETION)], policy, 0)) == [
+        ("set-state", "pod-restart-required")]
+
+
+def test_a_failed_gpu_pod_deletion_drains_with_drain_enabled_else_fails() -> None:
+    """Items 13 and 15 (deletion failure falls back to drain). pod_manager.go updateNodeToDrainOrFailed:
+    drain-required when `drain.enable`, else upgrade-failed."""
+    node = NodeObservation("n", State.POD_DELETION, gpu_pods=1, eviction_blocked=True, block_reason="ml/x has emptyDir")
+    assert _kinds(plan([node], UpgradePolicy(drain=True), 0)) == [("set-state", "drain-required")]
+    failed = plan([node], UpgradePolicy(drain=False), 0)
+    assert _kinds(failed) == [("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"),
+                              ("set-state", "upgrade-failed")]
+    assert failed[0].value.endswith("ml/x has emptyDir")
+
+
+def test_notready_nodes_count_against_max_unavailable() -> None:
+    """Item 15. common_manager.go GetCurrentUnavailableNodes counts cordoned and NotReady nodes."""
+    nodes = [NodeObservation("a", State.DONE, ready=False),
+             *[NodeObservation(name, State.REQUIRED, driver_pod_outdated=True) for name in "bcd"]]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)) == ["b"]
+
+
+def test_an_already_cordoned_node_passes_max_unavailable_but_not_max_parallel_upgrades() -> None:
+    """Item 15 (justified in the README). upgrade_inplace.go ProcessUpgradeRequiredNodes admits an unschedulable
+    node even with no upgrade slot left; we let it pass maxUnavailable (it adds no unavailability) but keep
+    maxParallelUpgrades, so a failed node still stops the driver from spreading to cordoned nodes."""
+    nodes = [NodeObservation("a", State.REQUIRED, driver_pod_outdated=True),
+             NodeObservation("b", State.REQUIRED, unschedulable=True, driver_pod_outdated=True),
+             NodeObservation("c", State.DONE, unschedulable=True)]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)) == ["b"]
+    failed = NodeObservation("f", State.FAILED, unschedulable=True, driver_pod_ready=False)
+    assert _admitted(plan([*nodes, failed], UpgradePolicy(max_parallel_upgrades=1, max_unavailable=1), 0)) == []
+
+
+def test_the_skip_label_is_read_at_upgrade_required_only() -> None:
+    """Item 15. upgrade_inplace.go ProcessUpgradeRequiredNodes is the only reader of SkipNodeUpgrade: a node
+    labelled mid-upgrade finishes (and is uncordoned) instead of staying cordoned for good; an outdated node
+    still becomes upgrade-required (ProcessDoneOrUnknownNodes) but is not admitted."""
+    policy = UpgradePolicy(max_parallel_upgrades=0, max_unavailable="100%")
+    mid = NodeObservation("n", State.UNCORDON, unschedulable=True, skip=True)
+    assert _kinds(plan([mid], policy, 0)) == [("uncordon", ""), ("set-state", "upgrade-done")]
+    outdated = NodeObservation("n", State.DONE, skip=True, driver_pod_outdated=True)
+    assert _kinds(plan([outdated], policy, 0)) == [("set-state", "upgrade-required")]
+
+
+def test_the_initial_state_annotation_is_written_as_nvidia_writes_it() -> None:
+    """Item 15. common_manager.go ProcessDoneOrUnknownNodes writes `...node-initial-state.unschedulable=true` on a
+    node unschedulable when it needs an upgrade, and nothing on a schedulable one; updateNodeToUncordonOrDoneState
+    reads its presence. So NVIDIA's operator, taking over, keeps such a node cordoned and uncordons the others."""
+    cordoned = plan([NodeObservation("n", State.DONE, unschedulable=True, driver_pod_outdated=True)], POLICY, 0)
+    assert [a.value for a in cordoned] == ["nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable=true",
+                                           "upgrade-required"]
+    free = plan([NodeObservation("n", State.DONE, driver_pod_outdated=True)], POLICY, 0)
+    assert [a.value for a in free] == ["upgrade-required"]
+    admitted = plan([NodeObservation("n", State.REQUIRED, driver_pod_outdated=True)], POLICY, 0)
+    assert not [a for a in admitted if a.kind is A.ANNOTATE]
+
+
+def test_a_failed_node_returns_through_validation_once_its_driver_pod_is_ready() -> None:
+    """Item 15. common_manager.go ProcessUpgradeFailedNodes returns a failed node whose driver pod is in sync and
+    Ready to uncordon-required; we send it to validation-required first (no uncordon before a passed validation),
+    and keep a node whose validation timed out failed (NVIDIA's path would uncordon it at once, undoing the
+    timeout)."""
+    crashed = NodeObservation("n", State.FAILED, unschedulable=True,
+                              failure_reason="the new driver pod restarted more than 10 times without becoming Ready")
+    assert _kinds(plan([crashed], POLICY, 700)) == [
+        ("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"),
+        ("annotate", "nvidia.com/gpu-driver-upgrade-validation-start-time"), ("set-state", "validation-required")]
+    assert plan([NodeObservation("n", State.FAILED, unschedulable=True, driver_pod_ready=False)], POLICY, 700) == []
+    timed_out = NodeObservation("n", State.FAILED, unschedulable=True,
+                                failure_reason="the validator was not Ready within 600 s")
+    assert plan([timed_out], POLICY, 700) == []

@@ -91,7 +91,7 @@ def test_the_examples_validate_as_kubernetes_objects() -> None:
     module = _example()
     objects = module.workloads(config(BOTH), "h100")
     assert [obj["metadata"]["name"] for obj in objects] == [
-        "rdma-sriov-test", "rdma-shared-test", "nccl-allreduce", "nccl-allreduce"]
+        "nvidia-topology", "rdma-sriov-test", "rdma-shared-test", "nccl-allreduce", "nccl-allreduce"]
     assert validate_objects(objects) == []
     job = objects[-1]
     assert job["spec"]["completions"] == 2 and job["spec"]["completionMode"] == "Indexed"
@@ -107,7 +107,7 @@ def test_the_example_renders_for_the_built_in_default(capsys: pytest.CaptureFixt
 def test_the_pytorchjob_example_validates_against_the_training_operators_models() -> None:
     module = _example()
     objects = module.workloads(config(BOTH), "h100", pytorchjob=True)
-    assert [obj["kind"] for obj in objects] == ["Pod", "Pod", "PyTorchJob"]
+    assert [obj["kind"] for obj in objects] == ["ConfigMap", "Pod", "Pod", "PyTorchJob"]
     job = objects[-1]
     assert training_job_errors(job) == []
     replicas = job["spec"]["pytorchReplicaSpecs"]
@@ -139,3 +139,75 @@ def test_torchrun_runs_the_script_as_a_command(pytorchjob: bool) -> None:
     command = spec["template"]["spec"]["containers"][0]["command"]
     assert command[0] == "torchrun"
     assert command[command.index("--no-python") + 1:command.index("--no-python") + 3] == ["python", "-c"]
+
+
+# -- NCCL_TOPO_FILE: the VM's real PCIe layout, as Azure's jobs give it -------------------------------------------
+
+import xml.etree.ElementTree as ET  # noqa: E402
+
+from gpu_operator.workloads import nccl_topology  # noqa: E402
+
+
+def test_nd_pools_mount_the_nccl_topology_as_azures_jobs_do() -> None:
+    """Azure/aks-rdma-infiniband tests/scenarios/k8s/templates/mpi-job.yaml: `NCCL_TOPO_FILE=
+    /opt/nvidia-topology/topo.xml`, from ConfigMap `nvidia-topology` (key `topo.xml`) mounted on every worker."""
+    workload = rdma_workload(config(), "h100")
+    assert workload.env["NCCL_TOPO_FILE"] == "/opt/nvidia-topology/topo.xml"
+    pod = workload.pod("p", "img")
+    [container] = pod["spec"]["containers"]
+    assert {"name": "nvidia-topology", "mountPath": "/opt/nvidia-topology", "readOnly": True} in container[
+        "volumeMounts"]
+    assert {"name": "nvidia-topology", "configMap": {"name": "nvidia-topology"}} in pod["spec"]["volumes"]
+    [config_map] = workload.config_maps("ml")
+    assert (config_map["metadata"]["name"], config_map["metadata"]["namespace"]) == ("nvidia-topology", "ml")
+    assert validate_objects([config_map, pod]) == []
+
+
+@pytest.mark.parametrize(("size", "topology"), [
+    ("Standard_ND96isr_H100_v5", "ndv5-topo.xml"), ("Standard_ND96isr_H200_v5", "ndv5-topo.xml"),
+    ("Standard_ND96asr_v4", "ndv4-topo.xml"), ("Standard_ND96amsr_A100_v4", "ndv4-topo.xml"),
+    ("Standard_NC4as_T4_v3", None),
+])
+def test_each_nd_family_gets_the_file_azure_picks_for_it(size: str, topology: str | None) -> None:
+    """tests/scenarios/util.sh `topo_file_name`: ND v5 -> ndv5-topo.xml, ND v4 (ND96asr_v4 and NDm) -> ndv4."""
+    found = nccl_topology(size)
+    assert (found.name if found else None) == topology
+
+
+def _pairs(xml: str) -> tuple[list[tuple[str, str, tuple[str, ...]]], ET.Element]:
+    root = ET.fromstring(xml)
+    switches = []
+    for cpu in root.findall("cpu"):
+        for bridge in cpu.findall("pci"):
+            switches.append((cpu.get("numaid"), bridge.get("class"),
+                             tuple(f"{child.get('class')}@{child.get('busid')}" for child in bridge)))
+    return switches, root
+
+
+@pytest.mark.parametrize("size", ["Standard_ND96isr_H100_v5", "Standard_ND96asr_v4"])
+def test_the_topology_pairs_every_gpu_with_a_nic_under_one_switch(size: str) -> None:
+    """NCCL src/graph/topo.cc `ncclTopoAddPci` / `kvDictPciClass`: class 0x060400 is a PCI switch, 0x03... a GPU,
+    0x02... a NIC; `kvDictPciGen` must know the link speed string. A GPU and a NIC under one switch are PIX: NCCL
+    then sends each GPU's traffic through its own NIC with GPUDirect RDMA."""
+    topology = nccl_topology(size)
+    assert topology is not None
+    switches, root = _pairs(topology.xml())
+    hardware = parse_config({"aks": AKS, "pools": [{"name": "p", "vmSize": size}]}).pools[0].hardware
+    gpus = [d for _, _, devices in switches for d in devices if d.startswith("0x03")]
+    nics = [d for _, _, devices in switches for d in devices if d.startswith("0x02")]
+    assert len(gpus) == hardware.gpu_count and len(nics) == hardware.infiniband.nics
+    assert len(set(gpus + nics)) == len(gpus) + len(nics)
+    for _, bridge_class, devices in switches:
+        assert bridge_class == "0x060400"
+        assert sum(d.startswith("0x03") for d in devices) == sum(d.startswith("0x02") for d in devices) >= 1
+    speeds = {element.get("link_speed") for element in root.iter("pci")}
+    assert speeds <= {"2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s", "16.0 GT/s PCIe", "32.0 GT/s PCIe"}
+    masks = [int(cpu.get("affinity").replace(",", ""), 16) for cpu in root.findall("cpu")]
+    assert sum(masks) == (1 << 96) - 1 and all(a & b == 0 for i, a in enumerate(masks) for b in masks[i + 1:])
+
+
+def test_the_example_starts_with_the_topology_config_map() -> None:
+    objects = _example().workloads(load_config(None), "h100")
+    assert objects[0]["kind"] == "ConfigMap" and objects[0]["metadata"]["name"] == "nvidia-topology"
+    mounted = [o for o in objects if o["kind"] in ("Pod", "Job")]
+    assert mounted and all("nvidia-topology" in str(o) for o in mounted)

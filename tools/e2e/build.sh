@@ -27,6 +27,7 @@ KWOK_VERSION=v0.8.0
 PULUMI_VERSION=v3.259.0
 PULUMI_YAML_VERSION=v1.38.1
 HELM_VERSION=v3.20.2
+NVIDIA_CTK_VERSION=v1.20.2
 K8S_PROVIDER_VERSION=4.32.0
 # The source snapshots (test tools, Apache-2.0) beside the project; GPU_OPERATOR_SHARED overrides where that is.
 SHARED_DIR="${GPU_OPERATOR_SHARED:-$here/../../../shared}"
@@ -45,7 +46,11 @@ TOOLS=(
   "pulumi-language-yaml|pulumi|github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml|-X github.com/pulumi/pulumi-yaml/pkg/version.Version=${PULUMI_YAML_VERSION}"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=${PULUMI_VERSION}"
   "helm|helm|helm.sh/helm/v3/cmd/helm|-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
+  "nvidia-ctk|nvidia-ctk|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk|-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${NVIDIA_CTK_VERSION}"
+  "cdi-apply|cdi-apply|local/e2e/cdi-apply|"
 )
+# Tools built with cgo: nvidia-ctk loads libnvidia-ml through go-nvml's cgo bindings.
+CGO_TOOLS=(nvidia-ctk)
 
 k8s_ldflags() {
   local minor="${K8S_VERSION#v1.}"
@@ -56,12 +61,17 @@ k8s_ldflags() {
        "-X k8s.io/client-go/pkg/version.gitMinor=${minor}"
 }
 
-# The folders the cache key hashes. A tool added later (helm) is not in the key, so adding it does not rebuild the
-# rest: its binary carries a stamp of its own go.mod and go.sum instead, and is rebuilt when they change.
+# The folders the cache key hashes. A tool added later (helm, nvidia-ctk, cdi-apply) is not in the key, so adding it does not rebuild the
+# rest: its binary carries a stamp of its own go.mod, go.sum and Go sources instead, and is rebuilt when they change.
 KEYED_FOLDERS=(etcd kubernetes kwok pulumi)
 
 folder_sum() {
   (cd "$here" && cat "${@/%//go.mod}" "${@/%//go.sum}" | sha256sum | cut -c1-12)
+}
+
+# A stamped tool's sum also covers the Go sources of our own in its folder (cdi-apply's main.go).
+stamp_sum() {
+  (cd "$here/$1" && cat go.mod go.sum $(ls ./*.go 2>/dev/null) | sha256sum | cut -c1-12)
 }
 
 cache_key() {
@@ -79,7 +89,7 @@ tool_current() {
   local name="$1" folder="$2" keyed
   [[ -x "$bin/$name" ]] || return 1
   for keyed in "${KEYED_FOLDERS[@]}"; do [[ "$folder" == "$keyed" ]] && return 0; done
-  [[ "$(cat "$root/stamps/$name" 2>/dev/null)" == "$(folder_sum "$folder")" ]]
+  [[ "$(cat "$root/stamps/$name" 2>/dev/null)" == "$(stamp_sum "$folder")" ]]
 }
 
 all_built() {
@@ -139,9 +149,11 @@ for entry in "${TOOLS[@]}"; do
   # `go build` fetches only the modules whose packages it compiles (`go mod download` would also ask for the
   # .info of every module in the graph, which the proxy refuses for some pseudo-versions it serves zips of).
   say "($n/$total) $name: building $package (fetching its modules first if needed)"
-  (cd "$here/$folder" && go build -ldflags "-s -w $ldflags" -o "$bin/.$name.partial" "$package")
+  cgo=0
+  [[ " ${CGO_TOOLS[*]} " == *" $name "* ]] && cgo=1
+  (cd "$here/$folder" && CGO_ENABLED=$cgo go build -ldflags "-s -w $ldflags" -o "$bin/.$name.partial" "$package")
   mv -f "$bin/.$name.partial" "$bin/$name"
-  mkdir -p "$root/stamps" && folder_sum "$folder" > "$root/stamps/$name"
+  mkdir -p "$root/stamps" && stamp_sum "$folder" > "$root/stamps/$name"
   say "($n/$total) $name: built ($(du -h "$bin/$name" | cut -f1))"
   if [[ "$name" == kwok ]]; then
     install_kwok_stages
@@ -231,8 +243,8 @@ build_language_host pulumi-language-python "$PYTHON_HOST_SNAPSHOT"
 build_language_host pulumi-language-nodejs "$NODEJS_HOST_SNAPSHOT"
 build_kubernetes_provider
 
-printf 'kubernetes %s\netcd %s\nkwok %s\npulumi %s\npulumi-yaml %s\npulumi-kubernetes %s\nhelm %s\n' "$K8S_VERSION" \
-  "$ETCD_VERSION" "$KWOK_VERSION" "$PULUMI_VERSION" "$PULUMI_YAML_VERSION" "$K8S_PROVIDER_VERSION" "$HELM_VERSION" \
-  > "$root/versions"
+printf 'kubernetes %s\netcd %s\nkwok %s\npulumi %s\npulumi-yaml %s\npulumi-kubernetes %s\nhelm %s\nnvidia-ctk %s\n' \
+  "$K8S_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" "$PULUMI_VERSION" "$PULUMI_YAML_VERSION" "$K8S_PROVIDER_VERSION" \
+  "$HELM_VERSION" "$NVIDIA_CTK_VERSION" > "$root/versions"
 touch "$root/complete"
 say "all tools built in $bin"

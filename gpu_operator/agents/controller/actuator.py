@@ -8,7 +8,9 @@ that may not be evicted at all fails it at once, with the pod and the setting th
 Transient failures of the API (5xx, 429 from priority and fairness, lost connections) are retried with backoff.
 
 The node's pods are read only for nodes at the pod steps, with a field selector on `spec.nodeName`, and reduced
-to counts (:class:`NodePods`): GPU pods to delete, jobs to wait for, pods a drain would evict. Which pods those
+to counts (:class:`NodePods`): GPU pods to delete, jobs to wait for, pods a drain would evict. A pod holding a
+ResourceClaim that NVIDIA's DRA driver allocated is a GPU pod (gpu-operator's PodHasNVIDIAGPUClaim rules, see
+`agents.driver_manager.claims`: admin-access allocations do not count, a claim that cannot be read does). Which pods those
 are, and which may not be evicted at all (emptyDir data without `deleteEmptyDir`, no controller without `force`,
 as kubectl's drain helper refuses them), are the driver manager's rules (`agents.driver_manager.pods`), so the
 controller and the driver pod's init container agree on every pod.
@@ -16,6 +18,7 @@ controller and the driver pod's init container agree on every pod.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -25,11 +28,13 @@ import httpx2 as httpx
 from lightkube import ApiError, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
 from gpu_operator.agents.controller.cluster_state import NodePods
 from gpu_operator.agents.controller.reconcile import NodePatch, PodAction
 from gpu_operator.agents.driver_manager import pods as pod_rules
+from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.kube import pod_facts
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.agents.label_selector import LabelSelector
@@ -64,6 +69,9 @@ class Actuator:
         self._clock, self._sleep = clock, sleep
         self.blocked_since: dict[str, float] = {}
         self.refusals: dict[str, str] = {}
+        self._remembered_for: dict[str, str] = {}
+        """The pod action (`evict-gpu-pods` or `drain`) whose refusals are remembered, per node: a drain after a
+        failed deletion starts with a clean slate and its own timeout."""
 
     def _call(self, action: Callable[[], T]) -> T:
         delay = 0.2
@@ -82,7 +90,26 @@ class Actuator:
 
     def pods_on(self, node: str) -> list[pod_rules.PodFacts]:
         listed = self._call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
-        return [pod_facts(pod) for pod in listed]
+        facts = []
+        for pod in listed:
+            fact = pod_facts(pod)
+            if not fact.gpu and not fact.finished and self._holds_gpu_claim(pod):
+                fact = dataclasses.replace(fact, gpu=True)
+            facts.append(fact)
+        return facts
+
+    def _holds_gpu_claim(self, pod: Pod) -> bool:
+        namespace = pod.metadata.namespace or ""
+        for name in claim_names(pod):
+            try:
+                claim = self._call(lambda name=name: self._client.get(ResourceClaim, name, namespace=namespace))
+            except (ApiError, httpx.TransportError) as error:
+                _LOG.warning("cannot read ResourceClaim %s/%s of pod %s (%s): counting the pod as a GPU pod",
+                             namespace, name, pod.metadata.name, error)
+                return True
+            if allocated_to_nvidia_gpu(claim, include_admin_access=False):
+                return True
+        return False
 
     def count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
         return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain) for node in nodes}
@@ -110,6 +137,9 @@ class Actuator:
                 if error.status.code != 404:
                     raise
             return
+        if self._remembered_for.get(action.node, action.kind) != action.kind:
+            self.forget_node(action.node)
+        self._remembered_for[action.node] = action.kind
         pods = self.pods_on(action.node)
         gpu = action.kind == "evict-gpu-pods"
         options = self._pod_deletion if gpu else self._drain
@@ -141,9 +171,12 @@ class Actuator:
             raise
         return True
 
+    def forget_node(self, node: str) -> None:
+        for memory in (self.blocked_since, self.refusals, self._remembered_for):
+            memory.pop(node, None)
+
     def forget(self, nodes: Iterable[str]) -> None:
         """Drop what was refused of nodes that left the pod steps (or the cluster)."""
         keep = set(nodes)
-        for memory in (self.blocked_since, self.refusals):
-            for node in [node for node in memory if node not in keep]:
-                del memory[node]
+        for node in {*self.blocked_since, *self.refusals, *self._remembered_for} - keep:
+            self.forget_node(node)

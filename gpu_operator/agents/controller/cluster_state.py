@@ -34,6 +34,8 @@ class NodeFacts:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     unschedulable: bool = False
+    ready: bool = True
+    """No Ready condition says False or Unknown (NVIDIA's isNodeConditionReady): a NotReady node is unavailable."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ class PodFacts:
     digest: str = ""
     ready: bool = False
     terminating: bool = False
+    running_ready: bool = False
+    """Phase Running with at least one container status, every one Ready (how NVIDIA judges a driver pod)."""
+    restarts: int = 0
+    """The most restarts of a container (or init container) that is not Ready."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,10 @@ def _get(obj: Any, *path: str) -> Any:
 def node_facts(node: Any) -> NodeFacts:
     """Facts of a lightkube Node."""
     meta = node.metadata
+    conditions = _get(node, "status", "conditions") or ()
+    ready = not any(c.type == "Ready" and c.status != "True" for c in conditions)
     return NodeFacts(meta.name, MappingProxyType(dict(meta.labels or {})),
-                     MappingProxyType(dict(meta.annotations or {})), bool(_get(node, "spec", "unschedulable")))
+                     MappingProxyType(dict(meta.annotations or {})), bool(_get(node, "spec", "unschedulable")), ready)
 
 
 def _digest_of(containers: Any) -> str:
@@ -118,8 +126,14 @@ def pod_facts(pod: Any) -> PodFacts:
     owner = next((ref.name for ref in meta.ownerReferences or () if ref.kind == "DaemonSet"), "")
     conditions = _get(pod, "status", "conditions") or ()
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    statuses = _get(pod, "status", "containerStatuses") or ()
+    init_statuses = _get(pod, "status", "initContainerStatuses") or ()
+    running_ready = (_get(pod, "status", "phase") == "Running" and bool(statuses)
+                     and all(status.ready for status in statuses))
+    restarts = max((int(status.restartCount or 0) for status in (*init_statuses, *statuses) if not status.ready),
+                   default=0)
     return PodFacts(meta.name, spec.nodeName or "", labels.get("app", ""), owner, labels.get(REVISION_LABEL, ""),
-                    _pod_digest(spec), ready, meta.deletionTimestamp is not None)
+                    _pod_digest(spec), ready, meta.deletionTimestamp is not None, running_ready, restarts)
 
 
 def daemonset_facts(daemonset: Any, revision: str) -> DaemonSetFacts:

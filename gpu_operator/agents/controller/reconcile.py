@@ -24,6 +24,7 @@ from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import label_changes
 from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
 from gpu_operator.upgrade.state_machine import (
+    DRIVER_RESTART_LIMIT,
     FAILURE_ANNOTATION,
     INITIAL_STATE_ANNOTATION,
     SKIP_LABEL,
@@ -100,8 +101,10 @@ def _time(value: str | None) -> float | None:
 
 
 def _initial(node: NodeFacts) -> bool | None:
+    """NVIDIA's initial-state annotation: its presence means cordoned before (NVIDIA writes only `true`); the
+    explicit `false` an older release of ours wrote means schedulable."""
     value = node.annotations.get(INITIAL_STATE_ANNOTATION)
-    return None if value is None else value == "true"
+    return None if value is None else value != "false"
 
 
 def nodes_needing_pods(state: ClusterState) -> list[str]:
@@ -132,7 +135,8 @@ def _blocked(state: ClusterState, name: str, step: State | None, settings: Contr
         return True, state.eviction_refusals[name]
     since = state.eviction_blocked_since.get(name)
     limit = (settings.pod_deletion if step is State.POD_DELETION else settings.drain).timeout
-    return since is not None and now - since >= limit, ""
+    # timeoutSeconds 0 waits forever, as kubectl's drain helper (and so NVIDIA's pod and drain managers) does
+    return since is not None and limit > 0 and now - since >= limit, ""
 
 
 def observe(state: ClusterState, settings: ControllerSettings, now: float,
@@ -152,13 +156,17 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float,
         counted = 0 if pods is None else (pods.drainable if step is State.DRAIN else pods.gpu_pods)
         blocked, reason = _blocked(state, name, step, settings, now)
         observations.append(NodeObservation(
-            name=name, state=step, unschedulable=node.unschedulable, initial_unschedulable=_initial(node),
+            name=name, state=step, unschedulable=node.unschedulable, ready=node.ready,
+            initial_unschedulable=_initial(node),
             skip=node.labels.get(SKIP_LABEL) == "true", driver_pod_present=driver is not None,
-            driver_pod_outdated=outdated, config_digest_changed=digest_changed, gpu_pods=counted,
+            driver_pod_outdated=outdated, config_digest_changed=digest_changed,
+            driver_pod_ready=driver is not None and driver.running_ready,
+            driver_pod_failing=driver is not None and driver.restarts > DRIVER_RESTART_LIMIT, gpu_pods=counted,
             jobs_running=0 if pods is None else pods.jobs_running,
             eviction_blocked=blocked, block_reason=reason, validator_ready=name in validated,
             wait_started_at=_time(node.annotations.get(WAIT_START_ANNOTATION)),
             validation_started_at=_time(node.annotations.get(VALIDATION_START_ANNOTATION)),
+            failure_reason=node.annotations.get(FAILURE_ANNOTATION, ""),
         ))
     return observations
 

@@ -77,9 +77,9 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         raise SettingsError("the settings must be a JSON object")
     f = lambda path, kind, default: _field(document, path, kind, default)  # noqa: E731
     labelling = LabellingPolicy(
-        frozenset(f("labelling.enabledOperands", list, [])), f("labelling.sandboxEnabled", bool, False),
-        f("labelling.defaultWorkload", str, "container"), f("labelling.migManagerEnabled", bool, False),
-        f("labelling.migDefaultConfig", str, ""))
+        f("labelling.sandboxEnabled", bool, False), f("labelling.defaultWorkload", str, "container"),
+        f("labelling.migManagerEnabled", bool, False), f("labelling.migDefaultConfig", str, ""),
+        f("labelling.sandboxMode", str, "kubevirt"))
     upgrade = UpgradePolicy(
         auto_upgrade=f("upgradePolicy.autoUpgrade", bool, True),
         max_parallel_upgrades=f("upgradePolicy.maxParallelUpgrades", int, 1),

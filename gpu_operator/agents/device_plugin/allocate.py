@@ -15,7 +15,8 @@ CDI names use the plugin's vendor and class, `k8s.device-plugin.nvidia.com/gpu=<
 `…/gds=all`, `…/mofed=all` when those are enabled, whose env is always set). With `passDeviceSpecs` the device
 nodes are passed as DeviceSpecs with host paths under the dev root, permissions `rw`: the control nodes that
 exist (looked up where the container mounts the dev root), the GPU's `/dev/nvidia<minor>` and, for MIG devices,
-the GI/CI access capabilities from `nvidia-caps/mig-minors`. MPS
+the GI/CI access capabilities from `nvidia-caps/mig-minors` (keyed by the parent GPU's minor); not when every
+strategy is a CDI one, since the CDI specs bring the nodes (NVIDIA returns before adding DeviceSpecs then). MPS
 sharing adds `CUDA_MPS_PIPE_DIRECTORY` and mounts of the resource's pipe directory and the daemons' shm.
 """
 
@@ -124,7 +125,8 @@ def _device_specs(
         paths = [] if device.minor is None else [f"/dev/nvidia{device.minor}"]
         if device.is_mig:
             caps = minors() if caps is None else caps
-            gi = f"gpu{device.gpu_index}/gi{device.gpu_instance_id}"
+            # keyed by the parent's /dev/nvidia<minor> minor, not its NVML index (NVIDIA's nvmlMigDevice.GetPaths)
+            gi = f"gpu{device.minor}/gi{device.gpu_instance_id}"
             for key in (f"{gi}/access", f"{gi}/ci{device.compute_instance_id}/access"):
                 if key not in caps:
                     raise AllocationError(f"no capability device for MIG device {device.index} ({key} is not in "
@@ -175,7 +177,8 @@ def allocate(
         answer.annotations[key] = ",".join(names)
     if ListStrategy.CDI_CRI in strategies:
         answer.cdi_devices = names
-    if settings.pass_device_specs:
+    every_cdi = all(s in (ListStrategy.CDI_ANNOTATIONS, ListStrategy.CDI_CRI) for s in strategies)
+    if settings.pass_device_specs and not every_cdi:
         answer.devices = _device_specs(devices, settings, minors or (lambda: mig_minors(settings.proc_root)))
     if resource.sharing is SharingStrategy.MPS:
         _mps(resource, settings, answer)

@@ -6,15 +6,20 @@ of its spec directory (`/var/run/cdi`). A name that no spec defines fails the co
 writes, as NVIDIA's does (or `nvidia-ctk cdi generate` for the `nvidia.com` vendor), one spec per device class:
 
 * `gpu`: one device per advertised physical device, under both of its names (UUID and index, as the id strategy
-  may pick either): a full GPU brings `/dev/nvidia<minor>`, a MIG device its parent's node plus the GPU- and
-  compute-instance access capabilities (`/dev/nvidia-caps/nvidia-cap<N>`, from `nvidia-caps/mig-minors`); a
-  device `all` brings all of them. The spec-wide edits add the control nodes that exist on the node
-  (`/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia-uvm-tools`, `/dev/nvidia-modeset`) and
-  `NVIDIA_VISIBLE_DEVICES=void`, so that a legacy runtime hook does not inject the GPUs a second time;
+  may pick either), and a device `all` bringing all of them. The spec is complete, as the one NVIDIA's plugin
+  makes with the toolkit's nvcdi library (see :mod:`gpu_operator.agents.cdi`): its spec-wide edits mount the
+  driver's libraries, programs, firmware and IPC sockets found under the driver root (`--driver-root-ctr-path`,
+  where the container sees `--driver-root`), add the control device nodes that exist and the toolkit's hooks
+  (`.so` symlinks, ldcache, CUDA compat, ...) run from `--nvidia-cdi-hook-path`, and set
+  `NVIDIA_VISIBLE_DEVICES=void`, so that a legacy runtime hook does not inject the GPUs a second time. A full GPU
+  brings `/dev/nvidia<minor>` and the CUDA memory-limits hook; a MIG device its parent's node plus the GPU- and
+  compute-instance access capabilities (`/dev/nvidia-caps/nvidia-cap<N>`, from `nvidia-caps/mig-minors`, keyed
+  by the parent's `/dev/nvidia<minor>` minor as NVIDIA's are). Device nodes are the character devices that exist
+  under the dev root;
 * `imex-channel` when IMEX channels are configured, and `gdrcopy`, `gds`, `mofed` (device `all`, the device nodes
   of that driver found on the node) when those features are enabled.
 
-Host paths are under the dev root. The `cdiVersion` is the lowest the spec's content needs (device names starting
+Host paths are the host's: under the dev root for device nodes, under the driver root for mounts. The `cdiVersion` is the lowest the spec's content needs (device names starting
 with a digit and device-node host paths need 0.5.0). :func:`spec_problems` checks a spec against the CDI
 specification's rules (names, required fields, absolute paths, non-empty device edits) before it is written;
 writing is atomic (a temporary file renamed into place), and the files of classes no longer configured are removed.
@@ -31,7 +36,8 @@ from typing import Any
 
 import yaml
 
-from gpu_operator.agents.device_plugin.allocate import CDI_VENDOR, CONTROL_NODES, mig_minors
+from gpu_operator.agents.cdi import DriverRoot, Layout, common_edits, gpu_edits, merge_edits, mig_edits
+from gpu_operator.agents.device_plugin.allocate import CDI_VENDOR, mig_minors
 from gpu_operator.agents.device_plugin.devices import DeviceError, PluginDevice, Resource
 from gpu_operator.agents.device_plugin.settings import CDI_STRATEGIES, Settings
 
@@ -39,6 +45,8 @@ __all__ = [
     "CDI_VERSIONS",
     "FEATURE_NODES",
     "spec_path",
+    "layout_for",
+    "mig_capability_paths",
     "gpu_spec",
     "specs_for",
     "minimum_version",
@@ -64,6 +72,7 @@ _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SPEC_KEYS = {"cdiVersion", "kind", "annotations", "devices", "containerEdits"}
 _DEVICE_KEYS = {"name", "annotations", "containerEdits"}
 _EDIT_KEYS = {"env", "deviceNodes", "mounts", "hooks", "intelRdt", "additionalGIDs"}
+_HOOK_NAMES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
 
 Spec = dict[str, Any]
 
@@ -77,22 +86,27 @@ def _node(path: str, settings: Settings) -> dict[str, str]:
     return {"path": path, "hostPath": posixpath.join(settings.device_root, path.lstrip("/"))}
 
 
-def _exists(path: str, settings: Settings) -> bool:
-    return os.path.exists(posixpath.join(settings.device_root_here, path.lstrip("/")))
+def layout_for(settings: Settings) -> Layout:
+    """Where the plugin finds the driver and the device nodes, and how the host names them."""
+    return Layout(DriverRoot(settings.driver_root_ctr_path), dev_root=settings.device_root_here,
+                  host_driver_root=settings.driver_root, host_dev_root=settings.device_root,
+                  hook_path=settings.nvidia_cdi_hook_path)
 
 
-def _device_paths(device: PluginDevice, minors: Callable[[], dict[str, int]], settings: Settings) -> list[str]:
-    paths = [] if device.minor is None else [f"/dev/nvidia{device.minor}"]
-    if device.is_mig:
-        gi = f"gpu{device.gpu_index}/gi{device.gpu_instance_id}"
-        table = minors()
-        for key in (f"{gi}/access", f"{gi}/ci{device.compute_instance_id}/access"):
-            if key not in table:
-                raise DeviceError(f"cannot write the CDI spec: no capability device for MIG device {device.index} "
-                                  f"({key} is not in {settings.proc_root}/driver/nvidia-caps/mig-minors)")
-            paths.append(f"/dev/nvidia-caps/nvidia-cap{table[key]}")
-    if not paths:
-        raise DeviceError(f"cannot write the CDI spec: device {device.index} has no readable minor number")
+def mig_capability_paths(device: PluginDevice, table: Mapping[str, int], proc_root: str) -> list[str]:
+    """The GI and CI access capability nodes of a MIG device, keyed by its parent's `/dev/nvidia<minor>` minor.
+
+    Raises DeviceError naming the missing `mig-minors` entry.
+    """
+    if device.minor is None:
+        raise DeviceError(f"MIG device {device.index}: its parent GPU has no readable minor number")
+    gi = f"gpu{device.minor}/gi{device.gpu_instance_id}"
+    paths = []
+    for key in (f"{gi}/access", f"{gi}/ci{device.compute_instance_id}/access"):
+        if key not in table:
+            raise DeviceError(f"no capability device for MIG device {device.index} "
+                              f"({key} is not in {proc_root}/driver/nvidia-caps/mig-minors)")
+        paths.append(f"/dev/nvidia-caps/nvidia-cap{table[key]}")
     return paths
 
 
@@ -117,8 +131,12 @@ def _spec(cdi_class: str, devices: list[dict[str, Any]], common: Mapping[str, An
 
 
 def gpu_spec(resources: Sequence[Resource], settings: Settings,
-             minors: Callable[[], dict[str, int]] | None = None) -> Spec:
-    """The `gpu` class: every advertised physical device by UUID and by index, and `all`."""
+             minors: Callable[[], dict[str, int]] | None = None, layout: Layout | None = None) -> Spec:
+    """The `gpu` class: every advertised physical device by UUID and by index, and `all`, with the driver's edits.
+
+    Raises DeviceError when the driver root holds no driver or a MIG device's capabilities are unknown.
+    """
+    layout = layout or layout_for(settings)
     cached: dict[str, int] | None = None
 
     def table() -> dict[str, int]:
@@ -127,18 +145,27 @@ def gpu_spec(resources: Sequence[Resource], settings: Settings,
             cached = (minors or (lambda: mig_minors(settings.proc_root)))()
         return cached
 
+    try:
+        common = common_edits(layout)
+    except LookupError as error:
+        raise DeviceError(f"cannot write the CDI spec: {error}; set --driver-root-ctr-path (DRIVER_ROOT_CTR_PATH) "
+                          "to where this container sees the driver root") from error
     physical = {d.uuid: d for r in resources for d in r.devices}
     devices: list[dict[str, Any]] = []
-    every: list[str] = []
+    every: list[dict[str, Any]] = []
     for device in physical.values():
-        paths = _device_paths(device, table, settings)
-        nodes = [_node(p, settings) for p in paths]
-        devices += [{"name": name, "containerEdits": {"deviceNodes": nodes}} for name in (device.uuid, device.index)]
-        every += [p for p in paths if p not in every]
+        if device.is_mig:
+            capabilities = mig_capability_paths(device, table(), settings.proc_root)
+            edits = mig_edits(layout, int(device.minor or 0), capabilities)
+        else:
+            edits = gpu_edits(layout, device.minor, device.uuid)
+        if not edits:
+            raise DeviceError(f"cannot write the CDI spec: no device node of device {device.index} exists under "
+                              f"{settings.device_root_here}/dev")
+        devices += [{"name": name, "containerEdits": edits} for name in (device.uuid, device.index)]
+        every.append(edits)
     if every:
-        devices.append({"name": _ALL, "containerEdits": {"deviceNodes": [_node(p, settings) for p in every]}})
-    common = {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
-              "deviceNodes": [_node(p, settings) for p in CONTROL_NODES if _exists(p, settings)]}
+        devices.append({"name": _ALL, "containerEdits": merge_edits(every)})
     return _spec("gpu", devices, common)
 
 
@@ -196,6 +223,13 @@ def _edit_problems(edits: Any, where: str) -> list[str]:
     for i, mount in enumerate(edits.get("mounts") or []):
         if not isinstance(mount, Mapping) or not mount.get("hostPath") or not mount.get("containerPath"):
             problems.append(f"{where}.mounts[{i}] needs hostPath and containerPath")
+    for i, hook in enumerate(edits.get("hooks") or []):
+        name = hook.get("hookName") if isinstance(hook, Mapping) else None
+        if name not in _HOOK_NAMES:
+            problems.append(f"{where}.hooks[{i}].hookName {name!r} is not one of {', '.join(_HOOK_NAMES)}")
+        path = hook.get("path") if isinstance(hook, Mapping) else None
+        if not isinstance(path, str) or not path.startswith("/"):
+            problems.append(f"{where}.hooks[{i}].path must be an absolute path, not {path!r}")
     return problems
 
 

@@ -11,7 +11,9 @@ A *resource* is one name the kubelet schedules (`nvidia.com/gpu`, `nvidia.com/mi
 MIG strategies: **none** advertises every GPU whole, MIG or not; **single** advertises every MIG device as
 `nvidia.com/gpu` and refuses layouts it cannot express as one resource (an enabled GPU without MIG devices,
 MIG and non-MIG GPUs together, differing profiles); **mixed** advertises `nvidia.com/mig-<profile>` per profile
-whose compute instance fills its GPU instance, plus `nvidia.com/gpu` for the non-MIG GPUs.
+whose compute instance fills its GPU instance, plus `nvidia.com/gpu` for the non-MIG GPUs, and refuses the node
+when a MIG device's compute instance is smaller than its GPU instance (`1c.2g.20gb`): NVIDIA's plugin has a
+resource only for the profiles whose compute and GPU instances are the same size, so it stops on such a device.
 """
 
 from __future__ import annotations
@@ -136,6 +138,15 @@ def _single(gpus: Sequence[GpuInfo]) -> dict[str, list[PluginDevice]]:
     return {GPU_RESOURCE: [_mig_device(g, m) for g in enabled for m in g.mig_devices]}
 
 
+def _gpu_instance_profile(profile: str) -> str | None:
+    """For a compute instance smaller than its GPU instance (`1c.2g.20gb`), the GPU instance's profile; else None."""
+    base, plus, suffix = profile.partition("+")
+    compute, dot, rest = base.partition(".")
+    if not (dot and compute.endswith("c") and compute[:-1].isdigit()):
+        return None
+    return rest + plus + suffix
+
+
 def _mixed(gpus: Sequence[GpuInfo]) -> dict[str, list[PluginDevice]]:
     resources: dict[str, list[PluginDevice]] = {}
     for gpu in gpus:
@@ -146,11 +157,13 @@ def _mixed(gpus: Sequence[GpuInfo]) -> dict[str, list[PluginDevice]]:
             if mig.profile is None:
                 raise DeviceError(f"migStrategy mixed: the profile of MIG device {gpu.index}:{mig.index} "
                                   "could not be read from NVML")
-            if "c." in mig.profile.split("+", 1)[0]:
-                # a compute instance smaller than its GPU instance: NVIDIA's plugin does not expose these
-                _log.warning("MIG device %d:%d (%s) is not exposed: its compute instance does not fill its GPU "
-                             "instance", gpu.index, mig.index, mig.profile)
-                continue
+            whole = _gpu_instance_profile(mig.profile)
+            if whole is not None:
+                raise DeviceError(
+                    f"migStrategy mixed: MIG device {gpu.index}:{mig.index} has profile {mig.profile}, whose compute "
+                    f"instance is smaller than its GPU instance, and no nvidia.com/mig-* resource matches it; give "
+                    f"each GPU instance one compute instance that fills it (profile {whole}) or use migStrategy "
+                    "single or none")
             name = f"{RESOURCE_PREFIX}mig-{resource_profile_name(mig.profile)}"
             resources.setdefault(name, []).append(_mig_device(gpu, mig))
     return resources

@@ -1,23 +1,28 @@
-"""Device health from NVML XID events, NVIDIA's rules plus a recovery rule of ours.
+"""Device health from NVML XID events, by NVIDIA's rules, with an opt-in recovery rule of ours.
 
 A thread waits on the NVML layer's event set. A critical XID marks the device it concerns `Unhealthy` (a MIG
 device when the event carries its GPU/compute instance ids, every device of the GPU otherwise), unless the XID
 is one NVIDIA ignores by default because it is an application's fault, not the GPU's (13, 31, 43, 45, 68,
-109). `DP_DISABLE_HEALTHCHECKS` is `all` or `xids` (no checking at all) or a comma list of more XIDs to
-ignore; `DP_ENABLE_HEALTHCHECKS` is `all` (ignore none) or a comma list of default-ignored XIDs to check
-again. A failing event wait (other than its timeout) marks every device unhealthy, as NVIDIA's plugin does.
+109). A failing event wait (other than its timeout) marks every device unhealthy, as NVIDIA's plugin does.
 
-Recovery: NVIDIA's plugin never marks a device healthy again; a single transient XID takes the GPU out of
-scheduling until someone restarts the plugin. We mark a device healthy again once no critical XID has
-arrived for it for `--health-recovery-period` (default 5 minutes) *and* NVML still answers for its GPU (a GPU
-that fell off the bus stays unhealthy). Period 0 keeps NVIDIA's behaviour. Why: the XIDs that persist
-(double-bit ECC, a GPU that needs a reset) keep arriving while the fault lasts, and a lost GPU is caught by
-the NVML check, while one-off XIDs should not cost a GPU until a human notices.
+The two variables are read as NVIDIA's plugin reads them: each is lower-cased and split at commas, and each
+item, trimmed, is `all` or `xids` (the whole variable then means *all XIDs*, whatever else it lists), empty
+(skipped), a decimal XID, or anything else (skipped, with a warning). `DP_DISABLE_HEALTHCHECKS` names XIDs to
+ignore on top of the default ones, or all of them, which turns checking off altogether, even when
+`DP_ENABLE_HEALTHCHECKS` names single XIDs. `DP_ENABLE_HEALTHCHECKS` names XIDs to check even though they are
+ignored, or all of them, which ignores none (and turns checking back on after a disable-all). XID `0` stands
+for *all* in both variables, as it does in NVIDIA's plugin.
+
+Recovery: like NVIDIA's plugin, by default a device marked unhealthy stays unhealthy until the plugin restarts
+(an XID may mean the GPU needs a reset, which only a person or a restart should answer). Opting in with
+`--health-recovery-period` (a positive duration) marks a device healthy again once no critical XID has arrived
+for it for that long *and* NVML still answers for its GPU (a GPU that fell off the bus stays unhealthy).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -40,44 +45,59 @@ _log = logging.getLogger(__name__)
 DEFAULT_IGNORED_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68, 109})
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
-_DISABLE_ALL = frozenset({"all", "xids"})
+#: The words that stand for every XID, and the XID number that does too.
+_ALL_WORDS = frozenset({"all", "xids"})
+_ALL = 0
+_DECIMAL = re.compile(r"[0-9]+")
+_MAX_XID = 2**64 - 1
 #: How long one event wait blocks; it bounds how long stopping the monitor takes.
 WAIT_MS = 200
 
 
 @dataclass(frozen=True, slots=True)
 class HealthPolicy:
-    """Whether XIDs are checked, which are ignored, and the quiet time after which a device recovers (0: never)."""
+    """Whether XIDs are checked, which are ignored, and the quiet time after which a device recovers.
+
+    `recovery_period` 0 (the default) keeps NVIDIA's rule: an unhealthy device stays unhealthy.
+    """
 
     enabled: bool = True
     ignored: frozenset[int] = DEFAULT_IGNORED_XIDS
-    recovery_period: float = 300.0
+    recovery_period: float = 0.0
 
     def critical(self, event: DeviceEvent) -> bool:
         return self.enabled and event.kind is EventKind.XID and event.data not in self.ignored
 
 
-def _xids(text: str, variable: str) -> set[int]:
-    values = set()
-    for item in (part.strip() for part in text.split(",")):
+def _xid_switches(text: str, variable: str) -> dict[int, bool]:
+    """The XIDs a variable names, each mapped to True; `{0: True}` when it names all of them."""
+    named: dict[int, bool] = {}
+    for item in (part.strip() for part in text.lower().split(",")):
+        if item in _ALL_WORDS:
+            return {_ALL: True}
         if not item:
             continue
-        if not item.isdigit():
-            raise ValueError(f"{variable}={text!r}: {item!r} is not an XID number (use a comma list of numbers"
-                             f"{' or all' if variable == ENABLE_ENV else ', all or xids'})")
-        values.add(int(item))
-    return values
+        if not _DECIMAL.fullmatch(item) or int(item) > _MAX_XID:
+            _log.warning("%s: ignoring %r, which is not an XID number (use a comma list of numbers, or all)",
+                         variable, item)
+            continue
+        named[int(item)] = True
+    return named
 
 
 def health_policy(environ: Mapping[str, str], recovery_period: float) -> HealthPolicy:
-    """The policy the two variables ask for. Raises ValueError naming the variable for a bad value."""
-    disabled = environ.get(DISABLE_ENV, "").strip().lower()
-    enabled = environ.get(ENABLE_ENV, "").strip().lower()
-    if disabled in _DISABLE_ALL:
+    """The policy `DP_DISABLE_HEALTHCHECKS` and `DP_ENABLE_HEALTHCHECKS` ask for (see the module docstring)."""
+    disabled = _xid_switches(environ.get(DISABLE_ENV, ""), DISABLE_ENV)
+    enabled = _xid_switches(environ.get(ENABLE_ENV, ""), ENABLE_ENV)
+    for xid in DEFAULT_IGNORED_XIDS:
+        disabled[xid] = True
+    for xid in enabled:
+        disabled[xid] = False
+    every = disabled.get(_ALL)
+    if every is True:
         return HealthPolicy(enabled=False, ignored=DEFAULT_IGNORED_XIDS, recovery_period=recovery_period)
-    ignored = set(DEFAULT_IGNORED_XIDS) | _xids(disabled, DISABLE_ENV)
-    ignored = set() if enabled == "all" else ignored - _xids(enabled, ENABLE_ENV)
-    return HealthPolicy(True, frozenset(ignored), recovery_period)
+    ignored = frozenset() if every is False else frozenset(x for x, off in disabled.items() if off)
+    return HealthPolicy(True, ignored, recovery_period)
 
 
 def _concerns(event: DeviceEvent, device: PluginDevice) -> bool:
@@ -114,6 +134,7 @@ class HealthMonitor:
 
     def start(self) -> None:
         if self._policy.enabled:
+            _log.info("ignoring XIDs %s for health checks", sorted(self._policy.ignored) or "none")
             self._thread.start()
         else:
             _log.info("health checks disabled (%s)", DISABLE_ENV)

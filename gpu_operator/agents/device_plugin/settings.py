@@ -8,9 +8,10 @@ setup; it is re-read on every SIGHUP, which is how a `nvidia.com/device-plugin.c
 The IMEX settings are the exception to `flags`: in the file they are the top-level `imex` section
 (`channelIDs`, `required`), which a flag or variable overrides.
 
-Three settings are ours: `--health-recovery-period` (see :mod:`.health`), `--proc-root`, where
-`driver/nvidia-caps/mig-minors` is read for MIG device specs, and `--cdi-spec-dir`, where the CDI specs go
-(see :mod:`.cdi_spec`).
+Some settings are ours: `--health-recovery-period` (off by default, as NVIDIA's plugin never re-advertises a
+device it marked unhealthy; see :mod:`.health`), `--proc-root`, where `driver/nvidia-caps/mig-minors` is read
+for MIG device specs, `--cdi-spec-dir`, where the CDI specs go (see :mod:`.cdi_spec`), and
+`--mps-root-ctr-path`, where this container sees the MPS root whose control daemons it waits for (see :mod:`.mps`).
 """
 
 from __future__ import annotations
@@ -168,8 +169,14 @@ OPTIONS: tuple[Option, ...] = (
            "prefix of the CDI annotation keys", file_path=("plugin", "cdiAnnotationPrefix")),
     Option("cdi_spec_dir", ("--cdi-spec-dir",), ("CDI_SPEC_DIR",), str, "/var/run/cdi",
            "where the CDI specs of the devices named by the cdi-annotations / cdi-cri strategies are written"),
+    Option("nvidia_cdi_hook_path", ("--nvidia-cdi-hook-path", "--nvidia-ctk-path"),
+           ("NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"), str, "/usr/bin/nvidia-ctk",
+           "the toolkit's nvidia-cdi-hook (or nvidia-ctk) on the host, run by the hooks of the CDI specs",
+           file_path=("plugin", "nvidiaCTKPath")),
     Option("mps_root", ("--mps-root",), ("MPS_ROOT",), str, "", "host directory of the MPS daemons (MPS sharing)",
            file_path=("mpsRoot",)),
+    Option("mps_root_ctr_path", ("--mps-root-ctr-path",), ("MPS_ROOT_CTR_PATH",), str, "/mps",
+           "where the MPS root is mounted in this container; the plugin waits there for the MPS control daemons"),
     Option("allocation_policy", ("--shared-devices-allocation-policy",), ("SHARED_DEVICES_ALLOCATION_POLICY",),
            AllocationPolicy, AllocationPolicy.DISTRIBUTED, "distributed | packed (replicas of shared GPUs)",
            file_path=("plugin", "sharedDevicesAllocationPolicy")),
@@ -194,8 +201,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("proc_root", ("--proc-root",), ("DP_PROC_ROOT",), str, "/proc",
            "where driver/nvidia-caps/mig-minors is read (MIG device specs)"),
     Option("health_recovery_period", ("--health-recovery-period",), ("DP_HEALTH_RECOVERY_PERIOD",),
-           _recovery_period, 300.0, "quiet time after which a GPU marked unhealthy by an XID is healthy again "
-           "(a Go duration; 0 keeps it unhealthy until restart, as NVIDIA's plugin does)"),
+           _recovery_period, 0.0, "opt-in: quiet time (a Go duration such as 5m) after which a GPU marked unhealthy "
+           "by an XID is healthy again; 0, the default, keeps it unhealthy until restart, as NVIDIA's plugin does"),
     Option("nvml", ("--nvml",), (NVML_ENV,), str, "auto",
            "NVML to use: 'auto' (the driver's) or 'fake:<profile>' (a simulated node)"),
 )
@@ -217,7 +224,9 @@ class Settings:
     mofed_enabled: bool = False
     cdi_annotation_prefix: str = "cdi.k8s.io/"
     cdi_spec_dir: str = "/var/run/cdi"
+    nvidia_cdi_hook_path: str = "/usr/bin/nvidia-ctk"
     mps_root: str = ""
+    mps_root_ctr_path: str = "/mps"
     allocation_policy: AllocationPolicy = AllocationPolicy.DISTRIBUTED
     imex_channel_ids: tuple[int, ...] = ()
     imex_required: bool = False
@@ -228,7 +237,7 @@ class Settings:
     dev_root_ctr_path: str = ""
     validations_dir: str = "/run/nvidia/validations"
     proc_root: str = "/proc"
-    health_recovery_period: float = 300.0
+    health_recovery_period: float = 0.0
     nvml: str = "auto"
     plugin_config: PluginConfig = field(default_factory=PluginConfig)
 

@@ -1,8 +1,9 @@
 """The API server side, through lightkube: read the node and its pods, patch the node, evict pods.
 
 Every request the driver manager makes is one of these, which is what the driver DaemonSet's ClusterRole grants
-and nothing more: `get` and `patch` on nodes, `list` on pods (all namespaces, by `spec.nodeName`) and `create`
-on pods/eviction. Node patches are JSON merge patches of the keys that change, so a concurrent writer of other
+and nothing more: `get` and `patch` on nodes, `list` on pods (all namespaces, by `spec.nodeName`), `get` on the
+ResourceClaims those pods hold (a pod with a claim NVIDIA's DRA driver allocated is a GPU pod, see
+:mod:`.claims`) and `create` on pods/eviction. Node patches are JSON merge patches of the keys that change, so a concurrent writer of other
 labels (the operator, NFD) is never overwritten and no conflict can occur.
 
 Failures are sorted once, here: a connection error, a timeout, 409, 429 (outside evictions) and 5xx are
@@ -14,6 +15,7 @@ eviction of a pod already gone (404) succeeded.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -24,8 +26,10 @@ import httpx2
 from lightkube import ALL_NS, ApiError, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
+from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.labels import CORDONED_ANNOTATION
 from gpu_operator.agents.driver_manager.pods import PodFacts, uses_gpu
 from gpu_operator.agents.driver_manager.snapshot import NodeFacts
@@ -154,7 +158,31 @@ class NodeApi:
         def request() -> list[Pod]:
             return list(self.client.list(Pod, namespace=ALL_NS, fields={"spec.nodeName": self.node}))
 
-        return tuple(pod_facts(pod) for pod in self._call(f"list pods on node {self.node}", request))
+        facts = []
+        for pod in self._call(f"list pods on node {self.node}", request):
+            fact = pod_facts(pod)
+            if not fact.gpu and not fact.finished and self._holds_gpu_claim(pod):
+                fact = dataclasses.replace(fact, gpu=True)
+            facts.append(fact)
+        return tuple(facts)
+
+    def _holds_gpu_claim(self, pod: Pod) -> bool:
+        """A ResourceClaim of the pod has a device of NVIDIA's DRA driver (k8s-driver-manager's rules: a claim
+        gone counts as none, admin access counts; another read failure is a KubeFailure)."""
+        namespace = pod.metadata.namespace or ""
+        for name in claim_names(pod):
+            def request(name: str = name) -> Any:
+                try:
+                    return self.client.get(ResourceClaim, name, namespace=namespace)
+                except ApiError as error:
+                    if _code(error) == 404:
+                        return None
+                    raise
+
+            claim = self._call(f"get resourceclaim {namespace}/{name}", request)
+            if claim is not None and allocated_to_nvidia_gpu(claim, include_admin_access=True):
+                return True
+        return False
 
     def _patch(self, what: str, body: dict[str, Any]) -> None:
         self._call(what, lambda: self.client.patch(Node, self.node, body, patch_type=PatchType.MERGE))

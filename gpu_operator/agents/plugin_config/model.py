@@ -12,7 +12,8 @@ Sharing rules, as the plugin applies them today:
   otherwise in `timeSlicing`;
 * a replicated resource is renamed `<name>.shared` only with `renameByDefault: true` (per-resource `rename` and
   `devices` are parsed and validated but currently ignored: every GPU is replicated under its own name);
-* MPS always fails requests for more than one replica.
+* `failRequestsGreaterThanOne` unset means false for time-slicing but true for MPS; an explicit
+  `failRequestsGreaterThanOne: false` under `mps` is honoured.
 
 The `imex` section names the IMEX channels every container gets (only channel 0 exists today) and whether a
 missing channel device node is an error; the plugin's `--imex-channel-ids` / `--imex-required` override it.

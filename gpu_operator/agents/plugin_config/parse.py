@@ -4,6 +4,8 @@ What the plugin refuses is refused here, with the same reasons: an unknown `vers
 resources, a resource without `replicas` or with fewer than 2, a resource name that is not a valid DNS
 subdomain (after `nvidia.com/` is added), or a `devices` entry that is neither `all`, a positive count, nor a
 list of GPU indices, MIG indices (`0:1`) and GPU/MIG UUIDs, and an `imex` section naming a channel other than 0.
+`failRequestsGreaterThanOne` is taken as written; only when a block leaves it unset (absent or null) does the
+default apply: true for `mps`, false for `timeSlicing`.
 What the plugin ignores is ignored here with a warning: the `resources` section, per-resource `rename`, `devices`
 other than `all`, and top-level keys the v1 format does not have.
 """
@@ -134,7 +136,17 @@ def _resource(raw: Any, rename_by_default: bool, where: str) -> ReplicatedResour
     return ReplicatedResource(name=name, replicas=replicas, rename=rename, devices=ReplicatedDevices())
 
 
-def _block(raw: Any, where: str, force_fail_requests: bool) -> ReplicatedResources | None:
+def _fail_requests(block: Mapping[str, Any], where: str, unset: bool) -> bool:
+    """`failRequestsGreaterThanOne` as written, or `unset` when the key is absent or null."""
+    value = block.get("failRequestsGreaterThanOne")
+    if value is None:
+        return unset
+    if not isinstance(value, bool):
+        raise PluginConfigError(f"{where}.failRequestsGreaterThanOne must be true or false, not {value!r}")
+    return value
+
+
+def _block(raw: Any, where: str, fail_requests_unset: bool) -> ReplicatedResources | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
@@ -143,7 +155,7 @@ def _block(raw: Any, where: str, force_fail_requests: bool) -> ReplicatedResourc
     if not isinstance(resources, list) or not resources:
         raise PluginConfigError(f"{where}: no resources specified")
     rename_by_default = _bool(raw, "renameByDefault", where)
-    fail = _bool(raw, "failRequestsGreaterThanOne", where) or force_fail_requests
+    fail = _fail_requests(raw, where, fail_requests_unset)
     parsed = tuple(_resource(r, rename_by_default, f"{where}.resources[{i}]") for i, r in enumerate(resources))
     return ReplicatedResources(parsed, rename_by_default=rename_by_default, fail_requests_greater_than_one=fail)
 
@@ -154,8 +166,8 @@ def _sharing(raw: Any) -> Sharing:
     if not isinstance(raw, Mapping):
         raise PluginConfigError("sharing must be a mapping")
     return Sharing(
-        time_slicing=_block(raw.get("timeSlicing"), "sharing.timeSlicing", force_fail_requests=False),
-        mps=_block(raw.get("mps"), "sharing.mps", force_fail_requests=True),
+        time_slicing=_block(raw.get("timeSlicing"), "sharing.timeSlicing", fail_requests_unset=False),
+        mps=_block(raw.get("mps"), "sharing.mps", fail_requests_unset=True),
     )
 
 

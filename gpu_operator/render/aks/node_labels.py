@@ -8,11 +8,13 @@ runs, so a pool carries those labels from creation:
 * `nvidia.com/gpu.present=true`;
 * the deploy labels of the pool's workload config (NVIDIA's sets: `container` runs the driver, toolkit, device
   plugin, DCGM, exporter, GFD, node status exporter and validator, plus the MIG manager on MIG-capable GPUs;
-  `vm-passthrough` and `vm-vgpu` run the sandbox operands), limited to the operands actually rendered, plus
-  `client` (which NVIDIA sets on every GPU node for third-party GPU clients);
+  `vm-passthrough` and `vm-vgpu` run the sandbox operands), NVIDIA's whole set whichever operands are rendered,
+  plus `client` (which NVIDIA sets on every GPU node for third-party GPU clients);
 * `nvidia.com/gpu.workload.config=<workload>` when sandbox workloads are enabled;
 * `nvidia.com/mig.config`: the pool's `migConfig`, else `migManager.config.default`, on MIG-capable pools;
 * `nvidia.com/device-plugin.config`: the pool's `devicePluginConfig`, when it names one;
+* with `gpuDriver: aks` (AKS installs the driver): `nvidia.com/gpu.deploy.driver=pre-installed`, NVIDIA's value
+  for a node whose driver is already there, so the operator's driver DaemonSet never lands on it;
 * with DRA (`gpuAllocation: dra`): `nvidia.com/gpu.deploy.device-plugin=false`, so the device plugin never
   advertises the GPUs DRA allocates, and `nvidia.com/dra-kubelet-plugin=true` where the DRA driver's kubelet
   plugin runs (see :func:`gpu_operator.config.dra.dra_node_pools`).
@@ -56,11 +58,11 @@ def rendered_deploy_operands(objects: Iterable[dict[str, Any]]) -> frozenset[str
     return frozenset(key.removeprefix(DEPLOY_LABEL_PREFIX) for key in labels if key.startswith(DEPLOY_LABEL_PREFIX))
 
 
-def labelling_policy(config: GpuStackConfig, rendered: frozenset[str]) -> LabellingPolicy:
-    """The node-labelling policy of a config whose render has DaemonSets for the `rendered` operands."""
+def labelling_policy(config: GpuStackConfig) -> LabellingPolicy:
+    """The node-labelling policy of a config (its sandbox and MIG settings)."""
     sandbox, manager = config.operator.sandbox_workloads, config.operator.mig_manager
-    return LabellingPolicy(rendered, sandbox.enabled, sandbox.default_workload, manager.enabled,
-                           manager.config.default or "")
+    return LabellingPolicy(sandbox.enabled, sandbox.default_workload, manager.enabled, manager.config.default or "",
+                           sandbox.mode)
 
 
 def _observed(pool: GpuPool, config: GpuStackConfig) -> dict[str, str]:
@@ -77,21 +79,21 @@ def _observed(pool: GpuPool, config: GpuStackConfig) -> dict[str, str]:
     return labels
 
 
-def _labelled(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[str]) -> dict[str, str]:
+def _labelled(pool: GpuPool, config: GpuStackConfig) -> dict[str, str]:
     observed = _observed(pool, config)
-    return apply_changes(observed, label_changes(observed, labelling_policy(config, rendered)))
+    return apply_changes(observed, label_changes(observed, labelling_policy(config)))
 
 
 def pool_mig_config(pool: GpuPool, config: GpuStackConfig) -> str | None:
     """The MIG layout the pool's nodes start with (None where no MIG manager runs)."""
-    rendered = frozenset({"mig-manager"}) if config.operator.mig_manager.enabled else frozenset()
-    return _labelled(pool, config, rendered).get(MIG_CONFIG_LABEL)
+    return _labelled(pool, config).get(MIG_CONFIG_LABEL)
 
 
 def pool_node_labels(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[str]) -> dict[str, str]:
-    """Every label the pool's nodes carry from creation (`rendered`: see :func:`rendered_deploy_operands`):
-    NVIDIA's, from the same labelling function the controller applies to live nodes, then the pool's own."""
-    labelled = _labelled(pool, config, rendered)
+    """Every label the pool's nodes carry from creation: NVIDIA's, from the same labelling function the
+    controller applies to live nodes, then the pool's own. `rendered` is no longer consulted (NVIDIA labels a
+    workload's whole set whichever operands run)."""
+    labelled = _labelled(pool, config)
     labels = dict(pool.labels)
     labels.update({key: value for key, value in labelled.items()
                    if key == GPU_PRESENT_LABEL or key.startswith(DEPLOY_LABEL_PREFIX)})
@@ -103,6 +105,10 @@ def pool_node_labels(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
     if pool.gpu_allocation == "dra":
         labels[f"{DEPLOY_LABEL_PREFIX}device-plugin"] = "false"
+    if pool.gpu_driver == "aks":
+        # AKS installs the driver: the value NVIDIA's operator gives a node with a pre-installed driver, which it
+        # keeps (and which the driver DaemonSet's `=true` selector does not match)
+        labels[f"{DEPLOY_LABEL_PREFIX}driver"] = "pre-installed"
     if any(dra_pool.name == pool.name for dra_pool in dra_node_pools(config.dra, config.pools)):
         labels[DRA_KUBELET_PLUGIN_LABEL] = "true"
     return labels

@@ -8,7 +8,11 @@ from gpu_operator.render.aks.node_labels import pool_mig_config
 
 __all__ = ["POOL_HEADER", "pool_summary_rows"]
 
-POOL_HEADER = ("POOL", "VM SIZE", "NODES", "GPUS PER NODE", "DRIVER", "INFINIBAND", "MIG CONFIG", "TAINTS")
+POOL_HEADER = (
+    "POOL", "VM SIZE", "NODES", "GPUS PER NODE", "DRIVER", "GPUS ALLOCATED BY", "INFINIBAND", "MIG CONFIG", "TAINTS"
+)
+#: How a pool's GPUs reach pods (`gpuAllocation`): counted extended resources, or DRA claims.
+_ALLOCATION = {"devicePlugin": "device plugin", "dra": "DRA"}
 
 
 def _nodes(pool: GpuPool) -> str:
@@ -29,8 +33,11 @@ def _infiniband(pool: GpuPool) -> str:
 
 
 def pool_summary_rows(config: GpuStackConfig) -> list[tuple[str, ...]]:
-    """(pool, VM size, nodes, GPUs per node, driver owner, InfiniBand, MIG config, taints) per pool; the MIG config
-    is the layout the nodes start with (`migManager.config.default` unless the pool names one)."""
+    """(pool, VM size, nodes, GPUs per node, driver owner, GPU allocation, InfiniBand, MIG config, taints) per pool.
+
+    The allocation is the pool's `gpuAllocation`: the device plugin (`nvidia.com/gpu` and MIG resources) or NVIDIA's
+    DRA driver (ResourceClaims); the MIG config is the layout the nodes start with (`migManager.config.default`
+    unless the pool names one)."""
     return [
         (
             pool.name,
@@ -38,6 +45,7 @@ def pool_summary_rows(config: GpuStackConfig) -> list[tuple[str, ...]]:
             _nodes(pool),
             _gpus(pool),
             "GPU operator" if pool.gpu_driver == "operator" else "AKS",
+            _ALLOCATION[pool.gpu_allocation],
             _infiniband(pool),
             pool_mig_config(pool, config) or "-",
             ", ".join(pool.taints) or "-",

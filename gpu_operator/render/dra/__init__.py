@@ -9,19 +9,20 @@ effective config. The objects are in the form the API server stores (:mod:`gpu_o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import dra_wanted
 from gpu_operator.render.dra.chart import chart_values, dra_chart, driver_root
 from gpu_operator.render.helm_chart import HelmChart
-from gpu_operator.render.dra.objects import claim_templates, device_classes, dra_namespace
+from gpu_operator.render.dra.objects import claim_namespaces, claim_templates, device_classes, dra_namespace
 from gpu_operator.render.k8s import Object
 from gpu_operator.render.stored import as_stored
 
 __all__ = [
     "RenderedDra",
     "chart_values",
+    "claim_namespaces",
     "claim_templates",
     "device_classes",
     "dra_chart",
@@ -34,11 +35,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RenderedDra:
-    """What the DraDriver component registers, in order: namespace, chart, then the claim templates."""
+    """What the DraDriver component registers, in order: namespace, chart, the claim templates' namespaces it
+    creates, then the claim templates."""
 
     namespace: Object
     chart: HelmChart
     claim_templates: list[Object]
+    claim_namespaces: list[Object] = field(default_factory=list)
+    """Namespaces created for the claim templates (`dra.namespaces` entries set to `create`), before them."""
 
 
 def render_dra(config: GpuStackConfig) -> RenderedDra | None:
@@ -46,10 +50,13 @@ def render_dra(config: GpuStackConfig) -> RenderedDra | None:
     if not dra_wanted(config.dra, config.pools):
         return None
     return RenderedDra(namespace=as_stored(dra_namespace(config)), chart=dra_chart(config),
-                       claim_templates=[as_stored(obj) for obj in claim_templates(config)])
+                       claim_templates=[as_stored(obj) for obj in claim_templates(config)],
+                       claim_namespaces=[as_stored(obj) for obj in claim_namespaces(config)])
 
 
 def dra_objects(config: GpuStackConfig) -> list[Object]:
     """The manifests beside the chart (its namespace, the claim templates); [] when DRA is off."""
     rendered = render_dra(config)
-    return [] if rendered is None else [rendered.namespace, *rendered.claim_templates]
+    if rendered is None:
+        return []
+    return [rendered.namespace, *rendered.claim_namespaces, *rendered.claim_templates]

@@ -15,7 +15,8 @@ stack decides:
 * the kubelet plugin only on nodes labelled `nvidia.com/dra-kubelet-plugin=true`, tolerating the chart's own
   toleration plus every taint the operands tolerate (a Helm list replaces the default list), with the kubelet
   directories under `hostPaths.kubeletRootDir`;
-* `dra.values`, merged last, for anything else.
+* `dra.values`, merged last, for anything else; kubelet-plugin tolerations given there are added to those above,
+  never put in their place.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
     }
     if dra.gpus:
         values["gpuResourcesEnabledOverride"] = True
-    return merge_values(values, dra.values)
+    return merge_values(values, dra.values, union_lists=(("kubeletPlugin", "tolerations"),))
 
 
 def dra_chart(config: GpuStackConfig) -> HelmChart:

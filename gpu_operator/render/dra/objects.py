@@ -3,7 +3,8 @@
 * the namespace (PSA `privileged`: the kubelet plugin is a privileged host pod);
 * the chart's DeviceClasses as data (:func:`device_classes`): the chart creates them; we render the same objects
   to validate them, to apply them where no chart can be pulled (the e2e tier), and to evaluate claims offline;
-* `dra.claimTemplates` as ResourceClaimTemplates (`resource.k8s.io/v1`), created after the chart.
+* `dra.claimTemplates` as ResourceClaimTemplates (`resource.k8s.io/v1`), created after the chart, and the
+  namespaces `dra.namespaces` asks the stack to create for them (`create`; `existing` ones are the cluster's).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from gpu_operator.config.dra import ClaimTemplate
 from gpu_operator.dra.driver import DEVICE_CLASSES
 from gpu_operator.render.k8s import Object, metadata
 
-__all__ = ["device_classes", "dra_namespace", "claim_templates"]
+__all__ = ["claim_namespaces", "device_classes", "dra_namespace", "claim_templates"]
 
 _PSA_MODES = ("enforce", "audit", "warn")
 
@@ -23,6 +24,12 @@ _PSA_MODES = ("enforce", "audit", "warn")
 def dra_namespace(config: GpuStackConfig) -> Object:
     labels = {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in _PSA_MODES}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(config.dra.namespace, labels=labels)}
+
+
+def claim_namespaces(config: GpuStackConfig) -> list[Object]:
+    """The namespaces `dra.namespaces` asks the stack to create (`create`) for its claim templates."""
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(name)}
+            for name, use in config.dra.namespaces.items() if use == "create"]
 
 
 def device_classes(gpus: bool = True, compute_domains: bool = True) -> list[Object]:
@@ -43,16 +50,18 @@ def device_classes(gpus: bool = True, compute_domains: bool = True) -> list[Obje
 def _template(template: ClaimTemplate) -> Object:
     spec = template.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
     for request in spec["devices"]["requests"]:
-        exactly = request["exactly"]
-        if exactly.get("allocationMode") == "ExactCount" and "count" not in exactly:
-            exactly["count"] = 1
-        if not exactly.get("selectors"):
-            exactly.pop("selectors", None)
-    if not spec["devices"].get("constraints"):
-        spec["devices"].pop("constraints", None)
-    for constraint in spec["devices"].get("constraints", []):
-        if not constraint.get("requests"):
-            constraint.pop("requests")
+        # `exactly`, or each alternative of `firstAvailable`, as the API server defaults it (count 1)
+        for exact in [request["exactly"]] if "exactly" in request else request["firstAvailable"]:
+            if exact.get("allocationMode") == "ExactCount" and "count" not in exact:
+                exact["count"] = 1
+            if not exact.get("selectors"):
+                exact.pop("selectors", None)
+    for key in ("constraints", "config"):
+        if not spec["devices"].get(key):
+            spec["devices"].pop(key, None)
+    for entry in [*spec["devices"].get("constraints", []), *spec["devices"].get("config", [])]:
+        if not entry.get("requests"):
+            entry.pop("requests")
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",

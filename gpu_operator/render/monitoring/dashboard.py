@@ -95,7 +95,8 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel(
         "Memory", "Framebuffer used ratio", "timeseries", "percentunit",
-        ((f"DCGM_FI_DEV_FB_USED{{{_NODE}}} / (DCGM_FI_DEV_FB_USED{{{_NODE}}} + DCGM_FI_DEV_FB_FREE{{{_NODE}}})",
+        ((f"DCGM_FI_DEV_FB_USED{{{_NODE}}} / (DCGM_FI_DEV_FB_USED{{{_NODE}}} + DCGM_FI_DEV_FB_FREE{{{_NODE}}}"
+          f" + DCGM_FI_DEV_FB_RESERVED{{{_NODE}}})",
           "{{hostname}} GPU {{gpu}}"),),
     ),
     Panel("Power", "Power draw", "timeseries", "watt",

@@ -4,8 +4,8 @@ DTS (`docaTelemetryService` in the NicClusterPolicy) runs as DaemonSet `doca-tel
 Operator's namespace, pods labelled `app.kubernetes.io/name: doca-telemetry`, with host networking and its
 Prometheus endpoint on port 9189 (the ConfigMap's `dts_config_map.ini`). It has no Service, so Prometheus finds it
 through a PodMonitor; the container declares no named port, hence `portNumber`. Rendered only where the Prometheus
-Operator's CRDs exist (`cluster.prometheusOperator`), labelled with `monitoring.monitorLabels` (falling back to
-`monitoring.ruleLabels`) for the Prometheus `podMonitorSelector`.
+Operator's CRDs exist (`cluster.prometheusOperator`), labelled for the Prometheus `podMonitorSelector`:
+`release: <monitoring.prometheusRelease>` and `monitoring.monitorLabels` (falling back to `monitoring.ruleLabels`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def doca_telemetry_wanted(config: GpuStackConfig) -> bool:
 
 def render_doca_pod_monitor(config: GpuStackConfig) -> dict[str, Any]:
     monitoring = config.monitoring
-    labels = {"app.kubernetes.io/part-of": "gpu-operator", **(monitoring.monitor_labels or monitoring.rule_labels)}
+    labels = {"app.kubernetes.io/part-of": "gpu-operator", **monitoring.monitor_object_labels()}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",

@@ -2,10 +2,12 @@
 
 The metrics each rule reads are found by parsing its PromQL; an alert whose metrics the configured exporters do
 not emit (ECC double-bit errors and pending row remaps are not in the default collectors, the node-status gauges
-need the node status exporter) is left out rather than rendered silent. Every alert carries `summary`,
-`description` and a `runbook` annotation saying what to check next. Series labels are the metrics exporter's
-(`hostname`, `gpu`, `UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's
-ServiceMonitor keeps `honorLabels: false`, so Prometheus's own target labels win.
+need the node status exporter) is left out rather than rendered silent. Every alert carries the conventional
+`summary` and `description` annotations (the description ends with what to check next) and, with
+`monitoring.runbookUrl`, a `runbook_url`. The rule is labelled for the Prometheus `ruleSelector`
+(`monitoring.prometheusRelease`, `ruleLabels`). Series labels are the metrics exporter's (`hostname`, `gpu`,
+`UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's ServiceMonitor keeps
+`honorLabels: false`, so Prometheus's own target labels win.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.monitoring import AlertThresholds
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.promql import metric_names
+from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_RESET_OR_REBOOT, xid_regex
 
 __all__ = ["RULE_NAME", "Alert", "Recording", "alerts", "recordings", "render_prometheus_rule"]
 
 RULE_NAME = "gpu-operator-alerts"
 _GPU = "hostname, gpu, UUID"
-_XID_HARDWARE = (48, 63, 64, 74, 79, 94, 95)
-_XID_APPLICATION = (13, 31, 43)
+_REBOOT_XIDS = ", ".join(str(code) for code, action in sorted(XID_RESET_OR_REBOOT.items()) if action == "reboot")
+#: Distinct GPUs per node: one series per GPU UUID, however many pods share the GPU (time-slicing, MPS).
+_GPUS_NOW = "count by (hostname) (count by (hostname, UUID) (DCGM_FI_DEV_GPU_TEMP))"
+_GPUS_BEFORE = "count by (hostname) (count by (hostname, UUID) (DCGM_FI_DEV_GPU_TEMP offset 30m))"
 _THRESHOLD = re.compile(r"\{t\.([a-z_]+)\}")
 
 
@@ -39,6 +44,7 @@ class Alert:
     summary: str
     description: str
     runbook: str
+    """What to check next: the end of the `description` annotation."""
 
 
 @dataclass(frozen=True)
@@ -49,25 +55,21 @@ class Recording:
     expr: str
 
 
-def _xid(codes: tuple[int, ...]) -> str:
-    return "|".join(str(code) for code in codes)
-
-
 ALERTS: tuple[Alert, ...] = (
     Alert(
         "GpuXidHardwareError",
-        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{_xid(_XID_HARDWARE)}"}}) > 0',
+        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{xid_regex(XID_HARDWARE)}"}}) > 0',
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.hostname }} reported hardware XID {{ $labels.err_code }}",
-        "XID {{ $labels.err_code }} (GPU {{ $labels.UUID }}) is a hardware or driver fault class: the GPU may have "
-        "fallen off the bus, hit an uncorrectable memory error or an NVLink error.",
+        "XID {{ $labels.err_code }} (GPU {{ $labels.UUID }}) is a hardware, firmware (GSP) or driver fault: "
+        "the GPU needs a reset before it is trusted again, or the node a reboot (XID " + _REBOOT_XIDS + ").",
         "Cordon the node; read `dmesg | grep -i xid` on it; drain and reset the GPU (nvidia-smi -r) or reboot; "
         "if it recurs after a reset, open a hardware ticket with the GPU's serial number.",
     ),
     Alert(
         "GpuXidApplicationError",
-        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{_xid(_XID_APPLICATION)}"}}) > 0',
+        f'max by ({_GPU}, err_code) (DCGM_FI_DEV_XID_ERRORS{{err_code=~"{xid_regex(XID_APPLICATION)}"}}) > 0',
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.hostname }} reported application XID {{ $labels.err_code }}",
@@ -95,6 +97,18 @@ ALERTS: tuple[Alert, ...] = (
         "The GPU's memory has stayed above {t.memory_temperature_celsius} °C; memory errors become likely.",
         "Check cooling as for GpuTemperatureHigh and watch DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS for growth.",
     ),
+    # Total framebuffer is used + free + reserved (the driver's own reservation); what is not free is taken.
+    Alert(
+        "GpuFramebufferFull",
+        "max by (" + _GPU + ") (1 - DCGM_FI_DEV_FB_FREE"
+        " / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_RESERVED)) > {t.framebuffer_used_ratio}",
+        "{t.framebuffer_for}",
+        "info",
+        "GPU {{ $labels.gpu }} on {{ $labels.hostname }} framebuffer is {{ $value | humanizePercentage }} used",
+        "The framebuffer has stayed above {t.framebuffer_used_ratio} used; the next allocation may fail with OOM.",
+        "Find the pod on this GPU; check for a leak (growing usage) or a batch size too large for the GPU.",
+    ),
+    # A metrics CSV that does not collect the reservation: the ratio of what it shows.
     Alert(
         "GpuFramebufferFull",
         "max by (" + _GPU + ") (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) "
@@ -151,15 +165,16 @@ ALERTS: tuple[Alert, ...] = (
         "`kubectl -n {{ $labels.namespace }} describe pod {{ $labels.pod }}`: look for OOMKilled or "
         "CrashLoopBackOff, then the container's logs.",
     ),
+    # A node that reports nothing at all (scaled down, reimaged, its exporter restarting) is no lost GPU: the
+    # comparison needs the node's GPUs now, so only a GPU missing from a node that still reports fires.
     Alert(
         "GpuLost",
-        "count by (hostname) (DCGM_FI_DEV_GPU_TEMP offset 30m) > count by (hostname) (DCGM_FI_DEV_GPU_TEMP)"
-        " or (count by (hostname) (DCGM_FI_DEV_GPU_TEMP offset 30m)"
-        " unless count by (hostname) (DCGM_FI_DEV_GPU_TEMP))",
+        f"{_GPUS_BEFORE} > {_GPUS_NOW}",
         "5m",
         "critical",
         "{{ $labels.hostname }} reports fewer GPUs than 30 minutes ago",
-        "A GPU stopped reporting metrics: it fell off the bus, or the exporter lost it.",
+        "A GPU of a node that is still reporting stopped reporting metrics: it fell off the bus, or the "
+        "exporter lost it.",
         "Run `nvidia-smi` on the node; read `dmesg` for XID 79 or 'fallen off the bus'; drain and reboot.",
     ),
     # With our node status exporter, the device-plugin signals are read only where a device plugin is meant to
@@ -321,17 +336,19 @@ def recordings(config: GpuStackConfig) -> list[Recording]:
     return [rule for rule in RECORDINGS if metric_names(rule.expr) <= emitted]
 
 
-def _alert_rule(alert: Alert, thresholds: AlertThresholds) -> dict[str, Any]:
+def _alert_rule(alert: Alert, thresholds: AlertThresholds, runbook_url: str | None) -> dict[str, Any]:
     rule: dict[str, Any] = {"alert": alert.name, "expr": _format(alert.expr, thresholds)}
     duration = _format(alert.for_, thresholds)
     if duration != "0m":
         rule["for"] = duration
     rule["labels"] = {"severity": alert.severity}
+    description = _format(alert.description, thresholds)
     rule["annotations"] = {
         "summary": _format(alert.summary, thresholds),
-        "description": _format(alert.description, thresholds),
-        "runbook": _format(alert.runbook, thresholds),
+        "description": f"{description} Next: {_format(alert.runbook, thresholds)}",
     }
+    if runbook_url is not None:
+        rule["annotations"]["runbook_url"] = runbook_url.replace("{alert}", alert.name)
     return rule
 
 
@@ -341,10 +358,12 @@ def render_prometheus_rule(config: GpuStackConfig) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": RULE_NAME,
         "namespace": config.namespace,
-        "labels": {"app.kubernetes.io/part-of": "gpu-operator", **config.monitoring.rule_labels},
+        "labels": {"app.kubernetes.io/part-of": "gpu-operator", **config.monitoring.rule_object_labels()},
     }
+    runbook_url = config.monitoring.runbook_url
     groups: list[dict[str, Any]] = [
-        {"name": "gpu-operator.alerts", "rules": [_alert_rule(alert, thresholds) for alert in alerts(config)]},
+        {"name": "gpu-operator.alerts",
+         "rules": [_alert_rule(alert, thresholds, runbook_url) for alert in alerts(config)]},
         {
             "name": "gpu-operator.recording",
             "rules": [{"record": rule.record, "expr": rule.expr} for rule in recordings(config)],

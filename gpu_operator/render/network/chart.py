@@ -8,7 +8,8 @@ The chart is NVIDIA's (`network-operator` from `https://helm.ngc.nvidia.com/nvid
   NodeFeatureRule labels InfiniBand VFs only;
 * the NFD worker and the operator's DaemonSets tolerate every pool taint, besides the chart's own tolerations
   (a Helm list replaces the default list, so those are written out again);
-* `network.values`, merged last, for anything else.
+* `network.values`, merged last, for anything else; tolerations given there are added to those above, never put
+  in their place.
 
 The namespace is labelled `privileged` for Pod Security Admission: the MOFED driver and the device plugins are
 privileged host-network pods.
@@ -40,6 +41,10 @@ _OPERATOR_TOLERATIONS: tuple[Object, ...] = (
 )
 
 
+#: The toleration lists written above, which a user's `network.values` adds to.
+_WRITTEN_TOLERATIONS = (("node-feature-discovery", "worker", "tolerations"), ("operator", "tolerations"))
+
+
 def _with(defaults: tuple[Object, ...], extra: list[Object]) -> list[Object]:
     merged = [dict(item) for item in defaults]
     merged += [item for item in extra if item not in merged]
@@ -54,7 +59,7 @@ def chart_values(config: GpuStackConfig) -> dict[str, Any]:
         "node-feature-discovery": {"worker": {"tolerations": _with(_NFD_WORKER_TOLERATIONS, taints)}},
         "operator": {"tolerations": _with(_OPERATOR_TOLERATIONS, taints)},
     }
-    return merge_values(values, config.network.values)
+    return merge_values(values, config.network.values, union_lists=_WRITTEN_TOLERATIONS)
 
 
 def network_chart(config: GpuStackConfig) -> HelmChart:

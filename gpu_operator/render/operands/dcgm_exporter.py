@@ -32,7 +32,8 @@ none and users hit the chart's 512 MiB OOM-kill; `dcgmExporter.resources` replac
 With our agent the container runs `gpu-operator-agent metrics-exporter` with the same env, mounts and probes,
 unprivileged: root with CAP_SYS_ADMIN only, GPUs through the runtime (see `agent_security`).
 Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out,
-keeping the ConfigMap read rule.
+keeping the ConfigMap read rule. Our agent reads the mounted metrics file, never the ConfigMap through the API,
+and only lists the node's pods: with it there is no Role, and `nvidia-dcgm-exporter-read-pods` grants `pods list`.
 """
 
 from __future__ import annotations
@@ -255,7 +256,10 @@ def _service_monitor(ctx: RenderContext) -> Object:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": metadata(NAME, ctx.namespace, {**LABELS, **(settings.additional_labels or {})}),
+        # labelled for the Prometheus serviceMonitorSelector (monitoring.prometheusRelease); NVIDIA's
+        # additionalLabels win
+        "metadata": metadata(NAME, ctx.namespace, {**LABELS, **ctx.config.monitoring.monitor_object_labels(),
+                                                   **(settings.additional_labels or {})}),
         "spec": {
             "jobLabel": "app",
             "namespaceSelector": {"matchNames": [ctx.namespace]},
@@ -271,16 +275,25 @@ def _wants_service_monitor(ctx: RenderContext) -> bool:
     return ctx.config.cluster.prometheus_operator if enabled is None else enabled
 
 
+def _rbac(ctx: RenderContext) -> list[Object]:
+    """NVIDIA's exporter may read its metrics ConfigMap through the API (`DCGM_EXPORTER_CONFIGMAP_DATA`) and gets,
+    lists and watches pods; our agent reads the mounted file and lists the node's pods, nothing more."""
+    spec, agent = ctx.spec.dcgm_exporter, ctx.uses_agent(SECTION)
+    objects = [] if agent else [role(ctx, NAME, [rule([""], ["configmaps"], ["get", "list"])])]
+    if reads_pods(spec):
+        objects.append(cluster_role(READ_PODS, [rule([""], ["pods"], ["list"] if agent else ["get", "list", "watch"])]))
+    if not agent:
+        objects.append(role_binding(ctx, NAME))
+    if reads_pods(spec):
+        objects.append(cluster_role_binding(ctx, READ_PODS, account=NAME))
+    return objects
+
+
 def render(ctx: RenderContext) -> list[Object]:
     spec = ctx.spec.dcgm_exporter
     if not spec.enabled:
         return []
-    objects = [service_account(ctx, NAME), role(ctx, NAME, [rule([""], ["configmaps"], ["get", "list"])])]
-    if reads_pods(spec):
-        objects.append(cluster_role(READ_PODS, [rule([""], ["pods"], ["get", "list", "watch"])]))
-    objects.append(role_binding(ctx, NAME))
-    if reads_pods(spec):
-        objects.append(cluster_role_binding(ctx, READ_PODS, account=NAME))
+    objects = [service_account(ctx, NAME), *_rbac(ctx)]
     if ctx.config.configs.dcgm_exporter is not None:
         metrics = {METRICS_FILE: ctx.config.configs.dcgm_exporter}
         objects.append(config_map(ctx, spec.config.name, metrics, LABELS))

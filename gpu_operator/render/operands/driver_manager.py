@@ -23,13 +23,15 @@ __all__ = ["AGENT_RULES", "driver_manager_init", "driver_manager_volumes_needed"
 #: The agent section name that selects our implementation or NVIDIA's.
 SECTION = "driverManager"
 #: Exactly what our driver manager calls (gpu_operator/agents/driver_manager/kube.py): read and merge-patch its
-#: node (labels, cordon), list the pods on it, evict them. Tighter than NVIDIA's: no node list/watch/update, no
-#: pod get/watch (one list by `spec.nodeName` per look), no DaemonSet reads (a pod's DaemonSet is known from its
-#: owner reference), no ResourceClaims (it does not look into DRA claims).
+#: node (labels, cordon), list the pods on it, read the ResourceClaims they hold (a pod with a claim of NVIDIA's
+#: DRA driver is a GPU pod), evict them. Tighter than NVIDIA's: no node list/watch/update, no pod get/watch (one
+#: list by `spec.nodeName` per look), no DaemonSet reads (a pod's DaemonSet is known from its owner reference),
+#: no ResourceClaim list (each claim is read by name).
 AGENT_RULES = [
     rule([""], ["nodes"], ["get", "patch"]),
     rule([""], ["pods"], ["list"]),
     rule([""], ["pods/eviction"], ["create"]),
+    rule(["resource.k8s.io"], ["resourceclaims"], ["get"]),
 ]
 
 

@@ -14,6 +14,10 @@ also keeps one `GpuDevice` object per GPU: the operand then carries the CRD (:mo
 the ClusterRole rule to manage those objects, and `GFD_PUBLISH_GPU_DEVICES=true`. Without a device plugin, the plugin config
 ConfigMap from `configs.devicePlugin` is created here, since GFD still reads it. Upstream also grants OpenShift's
 `privileged` SCC in the Role; that rule grants nothing elsewhere and is left out.
+
+RBAC follows whose program runs: NVIDIA's rules for NVIDIA's GFD, and for our agent only the calls it makes
+(NodeFeature get, create and update, but no list or watch; its pod get; its node get, and only as the owner of
+its GpuDevice objects, so without them there is no ClusterRole).
 """
 
 from __future__ import annotations
@@ -117,21 +121,28 @@ def _daemonset(ctx: RenderContext) -> Object:
 
 
 def _rbac(ctx: RenderContext) -> list[Object]:
-    namespaced = [
-        rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]),
-        rule([""], ["pods"], ["get"]),
-    ]
-    cluster_rules = [rule([""], ["nodes"], ["get", "list", "watch"])]
-    if _publishes_gpu_devices(ctx):
+    publishes = _publishes_gpu_devices(ctx)
+    if ctx.uses_agent(SECTION):
+        # the agent's calls: NodeFeature get, then create or replace; its pod read once for the owner references;
+        # with GpuDevice objects, its node read once as their owner (gpu_operator/agents/feature_discovery)
+        namespaced = [
+            rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "create", "update"]),
+            rule([""], ["pods"], ["get"]),
+        ]
+        cluster_rules = [rule([""], ["nodes"], ["get"])] if publishes else []
+    else:
+        namespaced = [
+            rule(["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]),
+            rule([""], ["pods"], ["get"]),
+        ]
+        cluster_rules = [rule([""], ["nodes"], ["get", "list", "watch"])]
+    if publishes:
         verbs = ["get", "list", "create", "update", "delete"]
         cluster_rules.append(rule([gpu_device_crd.GROUP], [gpu_device_crd.PLURAL], verbs))
-    return [
-        service_account(ctx, SERVICE_ACCOUNT),
-        role(ctx, SERVICE_ACCOUNT, namespaced),
-        role_binding(ctx, SERVICE_ACCOUNT),
-        cluster_role(SERVICE_ACCOUNT, cluster_rules),
-        cluster_role_binding(ctx, SERVICE_ACCOUNT),
-    ]
+    objects = [service_account(ctx, SERVICE_ACCOUNT), role(ctx, SERVICE_ACCOUNT, namespaced), role_binding(ctx, SERVICE_ACCOUNT)]
+    if cluster_rules:
+        objects += [cluster_role(SERVICE_ACCOUNT, cluster_rules), cluster_role_binding(ctx, SERVICE_ACCOUNT)]
+    return objects
 
 
 def render(ctx: RenderContext) -> list[Object]:

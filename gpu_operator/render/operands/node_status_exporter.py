@@ -8,9 +8,12 @@ runtime class) and runs as root because the status files belong to the kubelet. 
 
 Service `nvidia-node-status-exporter` (port `node-status`) and, when the cluster has the Prometheus Operator
 CRDs (`cluster.prometheusOperator`), a ServiceMonitor with job label `node-status`; NVIDIA offers no settings for
-it. With our agent the container runs `gpu-operator-agent node-status-exporter` with the same env and mounts,
+it, so it carries the labels of `monitoring` (`release: <prometheusRelease>`, `monitorLabels`) that every monitor
+we render carries, or the Prometheus `serviceMonitorSelector` would skip it. With our agent the container runs `gpu-operator-agent node-status-exporter` with the same env and mounts,
 and stays privileged: its driver check runs the host's `nvidia-smi` on the host's device nodes (`agent_security`).
 Upstream's Role also grants OpenShift's `privileged` SCC; that rule grants nothing elsewhere and is left out.
+Our agent reads only its own Node (`get`), so with it there is no Role at all (no pods, no DaemonSets) and the
+ClusterRole grants `nodes get` alone; NVIDIA's program keeps NVIDIA's rules.
 """
 
 from __future__ import annotations
@@ -99,7 +102,8 @@ def _service_monitor(ctx: RenderContext) -> Object:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": metadata(NAME, ctx.namespace, LABELS),
+        # NVIDIA offers no labels here; ours carries the Prometheus selector's, as the exporter's does
+        "metadata": metadata(NAME, ctx.namespace, {**LABELS, **ctx.config.monitoring.monitor_object_labels()}),
         "spec": {
             "jobLabel": "node-status",
             "namespaceSelector": {"matchNames": [ctx.namespace]},
@@ -109,11 +113,11 @@ def _service_monitor(ctx: RenderContext) -> Object:
     }
 
 
-def render(ctx: RenderContext) -> list[Object]:
-    if not ctx.spec.node_status_exporter.enabled:
-        return []
-    objects = [
-        service_account(ctx, NAME),
+def _rbac(ctx: RenderContext) -> list[Object]:
+    if ctx.uses_agent(SECTION):
+        # our exporter reads its own Node by name for the device-plugin capacity, and nothing else
+        return [cluster_role(NAME, [rule([""], ["nodes"], ["get"])]), cluster_role_binding(ctx, NAME)]
+    return [
         role(ctx, NAME, [
             rule([""], ["pods"], ["get", "list"]),
             rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
@@ -121,8 +125,13 @@ def render(ctx: RenderContext) -> list[Object]:
         role_binding(ctx, NAME),
         cluster_role(NAME, [rule([""], ["nodes"], ["get", "list", "watch"])]),
         cluster_role_binding(ctx, NAME),
-        _service(ctx),
     ]
+
+
+def render(ctx: RenderContext) -> list[Object]:
+    if not ctx.spec.node_status_exporter.enabled:
+        return []
+    objects = [service_account(ctx, NAME), *_rbac(ctx), _service(ctx)]
     if ctx.config.cluster.prometheus_operator:
         objects.append(_service_monitor(ctx))
     objects.append(_daemonset(ctx))

@@ -10,7 +10,8 @@ controller when they change.
 
 RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
 classes and every operand object): nodes list/watch/patch, pods list and pods/eviction create cluster-wide
-(a node's pods, by field selector, and their evictions); in the namespace, the driver and validator pods
+(a node's pods, by field selector, and their evictions), resourceclaims get (a pod holding a claim of NVIDIA's
+DRA driver is a GPU pod); in the namespace, the driver and validator pods
 (list/watch, delete), DaemonSets and ControllerRevisions (list/watch), its status ConfigMap (create/update), its
 Lease (get/create/update); and Events in `default`, where a Node's events live.
 """
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 
-from gpu_operator.render.aks.node_labels import labelling_policy, rendered_deploy_operands
+from gpu_operator.render.aks.node_labels import labelling_policy
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import (
     Object,
@@ -55,14 +55,14 @@ LABELS = {"app": NAME, "app.kubernetes.io/component": NAME}
 POD_LABELS = {**LABELS, "nvidia.com/gpu-driver-upgrade-drain.skip": "true"}
 
 
-def controller_settings(ctx: RenderContext, objects: Iterable[Object]) -> Object:
+def controller_settings(ctx: RenderContext) -> Object:
     """The controller's settings document (read by `gpu_operator.agents.controller.settings`)."""
     spec = ctx.spec
-    policy = labelling_policy(ctx.config, rendered_deploy_operands(objects))
+    policy = labelling_policy(ctx.config)
     upgrades = spec.driver.upgrade_policy
     return {
         "labelling": {
-            "enabledOperands": sorted(policy.enabled_operands), "sandboxEnabled": policy.sandbox_enabled,
+            "sandboxEnabled": policy.sandbox_enabled, "sandboxMode": policy.sandbox_mode,
             "defaultWorkload": policy.default_workload, "migManagerEnabled": policy.mig_manager_enabled,
             "migDefaultConfig": policy.mig_default_config,
         },
@@ -96,6 +96,7 @@ def _rbac(ctx: RenderContext) -> list[Object]:
             rule([""], ["nodes"], ["list", "watch", "patch"]),
             rule([""], ["pods"], ["list"]),
             rule([""], ["pods/eviction"], ["create"]),
+            rule(["resource.k8s.io"], ["resourceclaims"], ["get"]),  # pods holding NVIDIA DRA claims are GPU pods
         ], LABELS),
         cluster_role_binding(ctx, NAME, labels=LABELS),
         role(ctx, NAME, [
@@ -169,7 +170,7 @@ def _deployment(ctx: RenderContext, settings_text: str) -> Object:
 
 def _service_monitor(ctx: RenderContext) -> Object:
     monitoring = ctx.config.monitoring
-    labels = {**LABELS, **(monitoring.monitor_labels or monitoring.rule_labels)}
+    labels = {**LABELS, **monitoring.monitor_object_labels()}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
@@ -183,11 +184,11 @@ def _service_monitor(ctx: RenderContext) -> Object:
     }
 
 
-def render_with(ctx: RenderContext, objects: Iterable[Object]) -> list[Object]:
-    """The controller's objects, given every other object of the render (its labelling follows their selectors)."""
+def render_with(ctx: RenderContext) -> list[Object]:
+    """The controller's objects (its labelling follows the config: NVIDIA's whole label set per workload)."""
     if not ctx.config.controller_enabled:
         return []
-    settings_text = json.dumps(controller_settings(ctx, objects), indent=2, sort_keys=True)
+    settings_text = json.dumps(controller_settings(ctx), indent=2, sort_keys=True)
     rendered = [
         *_rbac(ctx),
         config_map(ctx, SETTINGS_CONFIG_MAP, {SETTINGS_FILE: settings_text}, LABELS),

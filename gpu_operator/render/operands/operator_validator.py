@@ -30,7 +30,8 @@ lets them read Nodes (allocatable GPUs, labels). NVIDIA's ClusterRole also grant
 `clusterpolicies/finalizers` and `nvidiadrivers/finalizers`: the validator copies its DaemonSet's ownerReferences
 (a ClusterPolicy, with blockOwnerDeletion) onto the workload pods, which needs those finalizer rights. We create
 no ClusterPolicy and no ownerReferences, so those rules grant nothing here and are left out, as is the Role rule
-for OpenShift's SCC `privileged`.
+for OpenShift's SCC `privileged`. With our agent the rules are exactly its calls: pods create, get, list, watch
+and delete (no update or patch), its DaemonSet get, its node get (tests/e2e/test_fleet.py holds them to that).
 """
 
 from __future__ import annotations
@@ -187,13 +188,23 @@ def _daemonset(ctx: RenderContext, name: str = NAME, with_plugin: bool = True, a
     return finalize_daemonset(ctx, ds, section=SECTION, spec=ctx.spec.validator, main_container=CONTAINER)
 
 
+#: What our validator calls (gpu_operator/agents/validator): its workload pods are listed (the previous run's),
+#: created, watched and deleted, never updated or patched; its DaemonSet and its node are each read by name.
+_AGENT_ROLE_RULES = [
+    rule([""], ["pods"], ["create", "get", "list", "watch", "delete"]),
+    rule(["apps"], ["daemonsets"], ["get"]),
+]
+_NVIDIA_ROLE_RULES = [
+    rule([""], ["pods"], ["create", "get", "list", "watch", "update", "patch", "delete"]),
+    rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
+]
+
+
 def _rbac(ctx: RenderContext) -> list[Object]:
+    agent = ctx.uses_agent(SECTION)
     return [
-        role(ctx, NAME, [
-            rule([""], ["pods"], ["create", "get", "list", "watch", "update", "patch", "delete"]),
-            rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
-        ]),
-        cluster_role(NAME, [rule([""], ["nodes"], ["get", "list", "watch"])]),
+        role(ctx, NAME, _AGENT_ROLE_RULES if agent else _NVIDIA_ROLE_RULES),
+        cluster_role(NAME, [rule([""], ["nodes"], ["get"] if agent else ["get", "list", "watch"])]),
         role_binding(ctx, NAME),
         cluster_role_binding(ctx, NAME),
     ]

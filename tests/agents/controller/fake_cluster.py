@@ -3,7 +3,8 @@
 It holds what the controller reads (Nodes, the driver and validator pods, the driver DaemonSet's newest revision,
 each node's GPU pods) and does what the API server, the DaemonSet controller and the kubelet would do with the
 plan's writes: merge patches, evictions a PodDisruptionBudget may refuse, driver pods recreated from the newest
-revision, validators that turn Ready (or never do).
+revision that install for a while (or crash-loop) before they are Running and Ready, validators that turn Ready
+once the new driver is (or never do).
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ class FakeNode:
     labels: dict[str, str] = field(default_factory=lambda: dict(NFD_PCI))
     annotations: dict[str, str] = field(default_factory=dict)
     unschedulable: bool = False
+    ready: bool = True
     driver: str | None = OLD
     digest: str = "digest-old"
+    driver_ready: bool = True
+    restarts: int = 0
+    install_ticks: int = 0
+    """Ticks a new driver pod installs (Running, not Ready) before it is Ready."""
+    crash_loop: bool = False
+    """The new driver pod restarts every tick and never becomes Ready."""
     gpu_pods: int = 0
     jobs: int = 0
     pdb_blocks: bool = False
@@ -42,11 +50,14 @@ class FakeCluster:
     digest: str = "digest-new"
     now: float = 1_000_000.0
     blocked_since: dict[str, float] = field(default_factory=dict)
+    blocked_for: dict[str, str] = field(default_factory=dict)
+    """The pod action whose refusal `blocked_since` times (the actuator starts afresh for a drain)."""
 
     def state(self) -> ClusterState:
-        nodes = {n.name: NodeFacts(n.name, dict(n.labels), dict(n.annotations), n.unschedulable)
+        nodes = {n.name: NodeFacts(n.name, dict(n.labels), dict(n.annotations), n.unschedulable, n.ready)
                  for n in self.nodes.values()}
-        pods = [PodFacts(f"driver-{n.name}", n.name, DRIVER_DS, DRIVER_DS, n.driver, n.digest, True)
+        pods = [PodFacts(f"driver-{n.name}", n.name, DRIVER_DS, DRIVER_DS, n.driver, n.digest, n.driver_ready,
+                         running_ready=n.driver_ready, restarts=0 if n.driver_ready else n.restarts)
                 for n in self.nodes.values() if n.driver is not None]
         pods += [PodFacts(f"validator-{n.name}", n.name, "nvidia-operator-validator", "v", "x", "", n.validator_ready)
                  for n in self.nodes.values()]
@@ -65,8 +76,11 @@ class FakeCluster:
             return
         node.pod_actions.append(action)
         if action.kind == "delete":
-            node.driver, node.validator_ready = None, False
+            node.driver, node.validator_ready, node.driver_ready = None, False, False
         elif node.pdb_blocks and node.gpu_pods:
+            if self.blocked_for.get(node.name, action.kind) != action.kind:
+                self.blocked_since.pop(node.name, None)
+            self.blocked_for[node.name] = action.kind
             self.blocked_since.setdefault(node.name, self.now)
         else:
             node.gpu_pods = 0
@@ -96,7 +110,14 @@ class FakeCluster:
         self.now += seconds
         for node in self.nodes.values():
             if node.driver is None:
-                node.driver, node.digest = self.revision, self.digest
+                node.driver, node.digest, node.driver_ready, node.restarts = self.revision, self.digest, False, 0
+            elif not node.driver_ready:
+                if node.crash_loop:
+                    node.restarts += 1
+                elif node.install_ticks > 0:
+                    node.install_ticks -= 1
+                else:
+                    node.driver_ready = True
             elif node.driver == self.revision and not node.validation_never:
                 node.validator_ready = True
             node.jobs = max(0, node.jobs - 1)

@@ -90,3 +90,109 @@ def test_counts_follow_the_selectors_and_keep_terminating_pods_until_gone() -> N
     counts = node_pods([pod_facts(p) for p in (job, leaving, _pod("train"))], parse_selector("app=job"),
                        DrainOptions(pod_selector=parse_selector("app!=job")))
     assert (counts.gpu_pods, counts.jobs_running, counts.drainable) == (2, 1, 2)
+
+
+class ClaimClient(FakeClient):
+    """Also answers ResourceClaim reads: name -> claim document, or an exception."""
+
+    def __init__(self, pods: list[Pod], claims: dict[str, Any]) -> None:
+        super().__init__(pods)
+        self.claims = claims
+
+    def get(self, resource: Any, name: str, namespace: str) -> Any:
+        answer = self.claims[name]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_pods_holding_nvidia_dra_claims_are_gpu_pods_for_the_controller() -> None:
+    """Item 14. gpu-operator v26.7.0 cmd/gpu-operator/main.go gpuPodSpecFilter -> controllers/
+    nodelabeling_controller.go PodHasNVIDIAGPUClaim(includeAdminAccess false): a pod with a claim NVIDIA's DRA
+    driver allocated is deleted before the driver restarts; an admin-access allocation (a monitoring operand) is
+    not; a claim that cannot be read counts as a GPU claim."""
+    from tests.agents.driver_manager.test_claims import claim, dra_pod
+
+    pods = [dra_pod("train", direct="c1"), dra_pod("monitor", direct="c2"), dra_pod("unknown", direct="c3"),
+            dra_pod("other", direct="c4")]
+    for pod in pods:
+        pod.metadata.ownerReferences = OWNER
+    client = ClaimClient(pods, {"c1": claim(), "c2": claim(admin=True), "c3": api_error(403, "forbidden"),
+                                "c4": claim("gpu.example.com")})
+    actuator = _actuator(client)
+    assert actuator.count_pods(["gpu-0"])["gpu-0"].gpu_pods == 2
+    actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
+    assert sorted(client.evicted) == ["ml/train", "ml/unknown"]
+
+
+def test_a_drain_after_a_refused_deletion_starts_its_own_timeout() -> None:
+    """Item 15. drain_manager.go ScheduleNodesDrain runs a drain helper with its own Timeout after
+    pod_manager.go updateNodeToDrainOrFailed: the deletion's refusal must not count against the drain."""
+    client = FakeClient([_pod("train")], refuse={"train"})
+    now = [100.0]
+    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0], sleep=lambda _: None)  # type: ignore[arg-type]
+    actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
+    now[0] = 500.0
+    actuator.run_pod_action(PodAction("drain", "gpu-0"))
+    assert actuator.blocked_since == {"gpu-0": 500.0}
+
+
+def test_a_disruption_budget_is_timed_from_its_first_refusal() -> None:
+    """Item 15. The drain helper's Timeout (pod_manager.go SchedulePodEviction) runs from the first eviction
+    attempt; refusals round after round do not restart the clock, and the node fails at first refusal + timeout."""
+    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts
+    from gpu_operator.agents.controller.reconcile import reconcile
+    from gpu_operator.agents.controller.settings import ControllerSettings
+    from gpu_operator.labels import LabellingPolicy
+    from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
+
+    client = FakeClient([_pod("train")], refuse={"train"})
+    now = [1000.0]
+    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0], sleep=lambda _: None)  # type: ignore[arg-type]
+    settings = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(),
+                                  pod_deletion=DrainOptions(timeout=300.0))
+    nodes = {"gpu-0": NodeFacts("gpu-0", {STATE_LABEL: "pod-deletion-required"}, {}, True)}
+    states = []
+    for _ in range(40):  # one round every 10 s, as the requeue of a pod step does
+        actuator.forget(["gpu-0"])
+        state = ClusterState(nodes, (), {}, actuator.count_pods(["gpu-0"]), dict(actuator.blocked_since),
+                             dict(actuator.refusals))
+        plan = reconcile(state, settings, now[0])
+        for action in plan.pod_actions:
+            actuator.run_pod_action(action)
+        states += [(now[0], p.labels.get(STATE_LABEL)) for p in plan.patches if p.labels.get(STATE_LABEL)]
+        if states:
+            break
+        now[0] += 10.0
+    assert states == [(1300.0, "upgrade-failed")]
+
+
+def test_the_uncordon_is_a_merge_patch_on_the_wire() -> None:
+    """Item 15. inplace ProcessUncordonRequiredNodes (cordon_manager.go Uncordon) makes the node schedulable before
+    it is upgrade-done: asserted on the HTTP request the API server receives, in one merge patch with the state."""
+    from lightkube import Client, KubeConfig
+    from lightkube.config.models import Cluster, User
+
+    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts
+    from gpu_operator.agents.controller.reconcile import UPGRADE_ENABLED_ANNOTATION, reconcile
+    from gpu_operator.agents.controller.settings import ControllerSettings
+    from gpu_operator.labels import LabellingPolicy
+    from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
+    from tests.agents.kube.fake_apiserver import FakeApiServer
+
+    labels = {STATE_LABEL: "uncordon-required"}
+    with FakeApiServer() as server:
+        server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0", "labels": labels},
+                    "spec": {"unschedulable": True}})
+        client = Client(KubeConfig.from_one(cluster=Cluster(server=server.url), user=User()).get(), timeout=10)
+        actuator = Actuator(client, "gpu-operator")
+        state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)})
+        [patch] = reconcile(state, ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy()), 0).patches
+        assert actuator.patch_node(patch)
+        [request] = [r for r in server.requests if r.method == "PATCH"]
+        assert request.path == "/api/v1/nodes/gpu-0"
+        assert request.headers["content-type"] == "application/merge-patch+json"
+        assert request.body["spec"] == {"unschedulable": False}
+        assert request.body["metadata"]["labels"] == {STATE_LABEL: "upgrade-done"}
+        node = server.get("nodes", "gpu-0")
+        assert node["spec"]["unschedulable"] is False and node["metadata"]["labels"][STATE_LABEL] == "upgrade-done"

@@ -22,7 +22,7 @@ def test_defaults_are_nvidias() -> None:
     ({"upgradePolicy": {"maxUnavailable": "a lot"}}, "upgradePolicy.maxUnavailable"),
     ({"upgradePolicy": {"autoUpgrade": "yes"}}, "upgradePolicy.autoUpgrade"),
     ({"upgradePolicy": {"drain": {"podSelector": "team in (a"}}}, "upgradePolicy.drain.podSelector"),
-    ({"labelling": {"enabledOperands": "driver"}}, "labelling.enabledOperands"),
+    ({"labelling": {"sandboxMode": 1}}, "labelling.sandboxMode"),
 ])
 def test_a_bad_key_is_named(document: dict, named: str) -> None:
     with pytest.raises(SettingsError, match=named.replace(".", r"\.")):

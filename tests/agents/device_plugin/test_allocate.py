@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpu_operator.agents.device_plugin.allocate import AllocationError, allocate, mig_minors
-from gpu_operator.agents.device_plugin.devices import Resource, build_resources
+from gpu_operator.agents.device_plugin.devices import PluginDevice, Resource, build_resources
 from gpu_operator.agents.device_plugin.settings import (
     ListStrategy,
     MigStrategy,
@@ -41,6 +41,40 @@ def test_a_mig_device_without_its_capability_minor_is_refused_by_name(tmp_path: 
     settings = Settings(mig_strategy=MigStrategy.SINGLE, pass_device_specs=True, proc_root=str(tmp_path))
     with pytest.raises(AllocationError, match=r"no capability device for MIG device 0:0 \(gpu0/gi7/access"):
         allocate(resource, [resource.devices[0].id], settings)
+
+
+def test_mig_capability_device_specs_are_those_of_the_parent_minor_not_the_nvml_index() -> None:
+    """Issue 20 item 2: the MIG capability nodes were looked up by NVML index, NVIDIA's by the parent's minor.
+
+    Follows k8s-device-plugin v0.20.0 internal/rm/nvml_devices.go (nvmlMigDevice.GetPaths: `gpu<minor>/gi<G>`
+    from the parent's GetMinorNumber) and nvidia-container-toolkit v1.20.2 internal/platform-support/dgpu/nvml.go
+    (toRequiredMigInfo.getPlacementInfo).
+    """
+    mig = PluginDevice("MIG-x", "MIG-x", "0:0", 0, "GPU-x", 3, None, gpu_instance_id=1, compute_instance_id=0)
+    table = {"gpu0/gi1/access": 5, "gpu0/gi1/ci0/access": 6, "gpu3/gi1/access": 30, "gpu3/gi1/ci0/access": 31}
+    settings = Settings(mig_strategy=MigStrategy.SINGLE, pass_device_specs=True, dev_root="/host")
+    answer = allocate(Resource("nvidia.com/gpu", (mig,)), ["MIG-x"], settings, minors=lambda: table)
+    assert [d.container_path for d in answer.devices] == [
+        "/dev/nvidia3", "/dev/nvidia-caps/nvidia-cap30", "/dev/nvidia-caps/nvidia-cap31"]
+
+
+@pytest.mark.parametrize("strategies, specs", [
+    ((ListStrategy.CDI_CRI,), False),
+    ((ListStrategy.CDI_ANNOTATIONS, ListStrategy.CDI_CRI), False),
+    ((ListStrategy.ENVVAR, ListStrategy.CDI_CRI), True),
+])
+def test_device_specs_are_left_to_cdi_when_every_strategy_is_cdi(strategies: tuple[ListStrategy, ...],
+                                                                 specs: bool) -> None:
+    """Issue 20 item 3: with every strategy CDI, NVIDIA returns before adding DeviceSpecs (passDeviceSpecs or not).
+
+    Follows k8s-device-plugin v0.20.0 internal/plugin/server.go (getAllocateResponse: `AllCDIEnabled()` returns
+    the response before updateResponseForDeviceListEnvVar, updateResponseForDeviceMounts and apiDeviceSpecs).
+    """
+    resource = _resource("t4-1x")
+    settings = Settings(pass_device_specs=True, device_list_strategy=strategies)
+    answer = allocate(resource, [resource.devices[0].id], settings)
+    assert bool(answer.devices) is specs
+    assert answer.cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={resource.devices[0].uuid}"]
 
 
 def test_mig_minors_reads_the_drivers_table(tmp_path: Path) -> None:

@@ -209,3 +209,24 @@ def test_loaded_storage_modules_turn_gds_and_gdrcopy_on_unless_the_daemonset_dec
     modules.write_text("nvidia 1 2 - Live 0x0\n")
     assert storage_defaults({}, str(modules)) == {}
     assert storage_defaults({"A": "1"}, str(tmp_path / "absent")) == {"A": "1"}
+
+
+def test_mixed_with_a_partial_compute_instance_stops_the_plugin_with_the_reason(tmp_path: Path) -> None:
+    """The plugin does not start (and so exits 1, in one line) on a MIG device no mixed resource covers.
+
+    NVIDIA k8s-device-plugin v0.20.0 internal/rm/device_map.go `buildMigDeviceMap` ("does not match any resource
+    patterns") failing cmd/nvidia-device-plugin/main.go `startPlugins`, which ends the program.
+    """
+    from tests.agents.device_plugin.test_devices import SMALL_COMPUTE_INSTANCE
+
+    profile = tmp_path / "ci.yaml"
+    profile.write_text(SMALL_COMPUTE_INSTANCE)
+    signals = Signals()
+    signals.queue.put(signal.SIGTERM)  # were it to start, it would stop at once
+    with short_tempdir() as directory:
+        environ = {"MIG_STRATEGY": "mixed", "GPU_OPERATOR_NVML": f"fake:{profile}", "VALIDATIONS_DIR": "",
+                   "KUBELET_SOCKET": os.path.join(directory, "kubelet.sock")}
+        with pytest.raises(PluginFailure, match=r"MIG device 0:1 has profile 1c\.2g\.20gb, whose compute instance is "
+                                                r"smaller than its GPU instance"):
+            serve(lambda env: resolve_settings({}, env), environ, signals)
+        assert os.listdir(directory) == []

@@ -77,3 +77,40 @@ def test_a_required_imex_channel_that_does_not_exist_is_refused(tmp_path: Path) 
     channel.parent.mkdir(parents=True)
     channel.touch()
     assert len(build_resources(_gpus("t4-1x"), settings)) == 1
+
+
+#: One GPU with a 3g.40gb device and a one-slice compute instance in a 2g.20gb GPU instance, one GPU without MIG.
+SMALL_COMPUTE_INSTANCE = """\
+extends: a100-8x-mig
+gpus:
+  - model: A100-SXM4-80GB
+    uuid: GPU-1179be3c-ec40-4974-80d3-3b8d1e33a4d0
+    serial: "8077052565615"
+    busId: "00000000:07:00.0"
+    minor: 0
+    mig:
+      current: true
+      devices:
+        - {profile: 3g.40gb, gpuInstance: 2}
+        - {profile: 2g.20gb, gpuInstance: 3, computeSlices: 1}
+  - {model: A100-SXM4-80GB, uuid: GPU-d4bd5d9f-8cf8-4647-9466-241502cd4267, serial: "0776557864232",
+     busId: "00000000:47:00.0", minor: 2, mig: {current: false}}
+"""
+
+
+def test_mixed_refuses_a_compute_instance_smaller_than_its_gpu_instance(tmp_path: Path) -> None:
+    """Under `mixed`, a `1c.2g.20gb` MIG device stops the plugin with the reason instead of being skipped.
+
+    NVIDIA k8s-device-plugin v0.20.0: internal/rm/rm.go `AddDefaultResourcesToConfig` adds a MIG resource only for
+    the profiles whose compute and GPU instance slices are equal (`info.C == info.G`), and internal/rm/device_map.go
+    `buildMigDeviceMap` fails when a MIG device's profile matches no resource pattern, which fails `startPlugins`.
+    """
+    profile = tmp_path / "ci.yaml"
+    profile.write_text(SMALL_COMPUTE_INSTANCE)
+    gpus = _gpus(str(profile))
+    assert [m.profile for m in gpus[0].mig_devices] == ["3g.40gb", "1c.2g.20gb"]
+    with pytest.raises(DeviceError, match=r"migStrategy mixed: MIG device 0:1 has profile 1c\.2g\.20gb, whose compute "
+                                          r"instance is smaller than its GPU instance.*\(profile 2g\.20gb\)"):
+        build_resources(gpus, Settings(mig_strategy=MigStrategy.MIXED))
+    # under none the same node is fine: every GPU is advertised whole
+    assert _counts(str(profile), MigStrategy.NONE) == {"nvidia.com/gpu": 2}

@@ -13,6 +13,7 @@ import queue
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -21,7 +22,10 @@ import yaml
 
 from gpu_operator.agents.device_plugin import DeviceError, PluginManager, resolve_settings
 from gpu_operator.agents.device_plugin import deviceplugin_pb2 as pb
+from gpu_operator.agents.device_plugin.allocate import mig_minors
 from gpu_operator.agents.device_plugin.server import API_VERSION
+from tests.agents.device_plugin.fake_mps import fake_mps
+from tests.support.fake_driver_root import can_make_device_nodes, make_driver_root
 from tests.agents.device_plugin.harness import FakeKubelet, InjectableNvml, PluginClient, short_tempdir, xid
 
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
@@ -40,26 +44,37 @@ class Node:
         return PluginClient(os.path.join(self.directory, f"nvidia-{name}.sock"))
 
 
+def _write_mig_minors(directory: str) -> None:
+    caps = os.path.join(directory, "proc", "driver", "nvidia-caps")
+    os.makedirs(caps)
+    with open(os.path.join(caps, "mig-minors"), "w") as minors:
+        for gpu in range(8):
+            for gi in range(1, 15):
+                minors.write(f"gpu{gpu}/gi{gi}/access {gpu * 100 + gi * 2}\n")
+                minors.write(f"gpu{gpu}/gi{gi}/ci0/access {gpu * 100 + gi * 2 + 1}\n")
+
+
 @contextmanager
 def node(profile: str, cli: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None,
-         config: str | None = None, dev_nodes: tuple[str, ...] = ()) -> Iterator[Node]:
+         config: str | None = None, dev_nodes: tuple[str, ...] = (), driver: bool = False) -> Iterator[Node]:
+    """A simulated node; with `driver`, a driver root laid out like a real one (for the CDI specs) is its root."""
+    if driver and not can_make_device_nodes():
+        pytest.skip("creating character device nodes (mknod) is not permitted here")
     with short_tempdir() as directory:
         plugins = os.path.join(directory, "device-plugins")
         os.makedirs(plugins)
         dev_root = os.path.join(directory, "host")
-        os.makedirs(os.path.join(dev_root, "dev"))
-        for name in CONTROL_NODES[:3] + dev_nodes:
+        if driver:
+            make_driver_root(Path(dev_root), minors=tuple(range(8)), mig_instances=tuple(
+                (gpu, gi, 0) for gpu in range(8) for gi in range(1, 15)), proc_root=Path(directory) / "proc")
+        else:
+            os.makedirs(os.path.join(dev_root, "dev"))
+            _write_mig_minors(directory)
+        for name in (() if driver else CONTROL_NODES[:3]) + dev_nodes:
             open(os.path.join(dev_root, "dev", name), "w").close()
-        caps = os.path.join(directory, "proc", "driver", "nvidia-caps")
-        os.makedirs(caps)
-        with open(os.path.join(caps, "mig-minors"), "w") as minors:
-            for gpu in range(8):
-                for gi in range(1, 15):
-                    minors.write(f"gpu{gpu}/gi{gi}/access {gpu * 100 + gi * 2}\n")
-                    minors.write(f"gpu{gpu}/gi{gi}/ci0/access {gpu * 100 + gi * 2 + 1}\n")
         arguments = {"kubelet_socket": os.path.join(plugins, "kubelet.sock"), "dev_root": dev_root,
-                     "proc_root": os.path.join(directory, "proc"), "cdi_spec_dir": os.path.join(directory, "cdi"),
-                     **(cli or {})}
+                     "driver_root_ctr_path": dev_root, "proc_root": os.path.join(directory, "proc"),
+                     "cdi_spec_dir": os.path.join(directory, "cdi"), **(cli or {})}
         if config is not None:
             path = os.path.join(directory, "config.yaml")
             with open(path, "w") as handle:
@@ -148,7 +163,7 @@ def _cdi_device(cdi_dir: str, name: str) -> dict[str, Any]:
 
 def test_cdi_strategies_name_the_plugins_cdi_devices() -> None:
     cli = {"device_list_strategy": "cdi-annotations,cdi-cri", "gds_enabled": "true"}
-    with node("h100-8x", cli=cli, dev_nodes=("nvidia-fs0", "nvidia-fs1")) as n:
+    with node("h100-8x", cli=cli, dev_nodes=("nvidia-fs0", "nvidia-fs1"), driver=True) as n:
         n.kubelet.next_registration()
         gpus = n.nvml.devices()
         with client(n, "nvidia.com/gpu") as c:
@@ -171,13 +186,13 @@ def test_cdi_strategies_name_the_plugins_cdi_devices() -> None:
 def test_a_cdi_feature_without_its_device_nodes_fails_start_with_the_reason() -> None:
     cli = {"device_list_strategy": "cdi-cri", "gdrcopy_enabled": "true"}
     with pytest.raises(DeviceError, match="gdrcopy is enabled with a CDI device list strategy, but none of "
-                                          "/dev/gdrdrv exists"), node("h100-8x", cli=cli):
+                                          "/dev/gdrdrv exists"), node("h100-8x", cli=cli, driver=True):
         pass
 
 
 def test_mig_devices_named_by_index_resolve_in_the_written_spec() -> None:
     cli = {"device_list_strategy": "cdi-cri", "device_id_strategy": "index", "mig_strategy": "mixed"}
-    with node("a100-4x-mixed-mig", cli=cli) as n:
+    with node("a100-4x-mixed-mig", cli=cli, driver=True) as n:
         registrations = n.kubelet.registered(len(n.manager.resources))
         resource = next(r for r in n.manager.resources if r.name.startswith("nvidia.com/mig-"))
         device = resource.devices[0]
@@ -188,9 +203,10 @@ def test_mig_devices_named_by_index_resolve_in_the_written_spec() -> None:
         assert name == f"k8s.device-plugin.nvidia.com/gpu={device.index}"
         cdi_dir = os.path.join(os.path.dirname(n.directory), "cdi")
         nodes = [d["path"] for d in _cdi_device(cdi_dir, name)["containerEdits"]["deviceNodes"]]
-        gi = device.gpu_index * 100 + (device.gpu_instance_id or 0) * 2
-        assert nodes == [f"/dev/nvidia{device.minor}", f"/dev/nvidia-caps/nvidia-cap{gi}",
-                         f"/dev/nvidia-caps/nvidia-cap{gi + 1}"]
+        table = mig_minors(os.path.join(os.path.dirname(n.directory), "proc"))
+        gi = f"gpu{device.minor}/gi{device.gpu_instance_id}"
+        assert nodes == [f"/dev/nvidia{device.minor}", f"/dev/nvidia-caps/nvidia-cap{table[gi + '/access']}",
+                         f"/dev/nvidia-caps/nvidia-cap{table[gi + '/ci0/access']}"]
         assert _cdi_device(cdi_dir, name.replace(device.index, device.uuid)) == {
             "name": device.uuid, "containerEdits": _cdi_device(cdi_dir, name)["containerEdits"]}
 
@@ -268,7 +284,8 @@ def test_rename_by_default_serves_the_shared_name_on_its_own_socket() -> None:
 
 def test_mps_mounts_the_pipe_and_shm_of_the_resource() -> None:
     config = "version: v1\nsharing:\n  mps:\n    resources:\n      - {name: gpu, replicas: 2}\n"
-    with node("h100-8x", cli={"mps_root": "/run/nvidia/mps"}, config=config) as n:
+    with fake_mps() as mps, node("h100-8x", cli={"mps_root": "/run/nvidia/mps", "mps_root_ctr_path": mps.root},
+                                 environ={"PATH": mps.bin_dir}, config=config) as n:
         n.kubelet.next_registration()
         gpus = n.nvml.devices()
         with client(n, "nvidia.com/gpu") as c:

@@ -53,10 +53,34 @@ def test_bare_names_get_the_nvidia_prefix_and_rename_by_default_renames() -> Non
     assert (resource.name, resource.rename, resource.renamed) == ("nvidia.com/gpu", "nvidia.com/gpu.shared", True)
 
 
-def test_mps_always_fails_requests_for_more_than_one_replica() -> None:
-    config = parse_plugin_config("sharing:\n  mps:\n    resources: [{name: nvidia.com/gpu, replicas: 10}]\n")
-    assert config.sharing.strategy is SharingStrategy.MPS
-    assert config.sharing.mps is not None and config.sharing.mps.fail_requests_greater_than_one
+@pytest.mark.parametrize(
+    ("block", "setting", "expected"),
+    [
+        ("mps", "", True),
+        ("mps", "    failRequestsGreaterThanOne: null\n", True),
+        ("mps", "    failRequestsGreaterThanOne: false\n", False),
+        ("mps", "    failRequestsGreaterThanOne: true\n", True),
+        ("timeSlicing", "", False),
+        ("timeSlicing", "    failRequestsGreaterThanOne: true\n", True),
+    ],
+)
+def test_fail_requests_greater_than_one_defaults_only_when_unset(block: str, setting: str, expected: bool) -> None:
+    """MPS defaults `failRequestsGreaterThanOne` to true only when unset; an explicit false stands.
+
+    NVIDIA k8s-device-plugin v0.20.0, api/config/v1/config.go `NewConfig` (sets the MPS value to true only when
+    the pointer is nil) and api/config/v1/replicas.go `ReplicatedResources.UnmarshalJSON` (a *bool, nil when
+    absent); internal/rm/rm.go `ValidateRequest` then applies it for time-slicing and MPS alike.
+    """
+    config = parse_plugin_config(
+        f"sharing:\n  {block}:\n{setting}    resources: [{{name: nvidia.com/gpu, replicas: 10}}]\n")
+    parsed = config.sharing.mps if block == "mps" else config.sharing.time_slicing
+    assert parsed is not None and parsed.fail_requests_greater_than_one is expected
+
+
+def test_a_non_boolean_fail_requests_setting_names_the_field() -> None:
+    with pytest.raises(PluginConfigError, match=r"sharing.mps.failRequestsGreaterThanOne must be true or false"):
+        parse_plugin_config("sharing:\n  mps:\n    failRequestsGreaterThanOne: 'no'\n"
+                            "    resources: [{name: gpu, replicas: 2}]\n")
 
 
 def test_mps_block_is_where_replication_is_looked_up_whenever_present() -> None:

@@ -30,11 +30,12 @@ def test_summary_rows() -> None:
     config = with_pools({**H100, "count": 2, "migConfig": "all-1g.10gb"},
                         {**T4, "autoscale": {"minCount": 0, "maxCount": 3}, "taints": []},
                         {**H100, "name": "h100b"})
-    assert len(POOL_HEADER) == 8
+    assert len(POOL_HEADER) == 9
     assert pool_summary_rows(config) == [
-        ("h100", "Standard_ND96isr_H100_v5", "2", "8x H100-SXM5-80GB 80GiB", "GPU operator", "8x 400 Gb/s",
-         "all-1g.10gb", "sku=gpu:NoSchedule"),
-        ("t4", "Standard_NC4as_T4_v3", "0..3 (starts at 0)", "1x Tesla T4 16GiB", "GPU operator", "-", "-", "-"),
-        ("h100b", "Standard_ND96isr_H100_v5", "1", "8x H100-SXM5-80GB 80GiB", "GPU operator", "8x 400 Gb/s",
-         "all-disabled", "sku=gpu:NoSchedule"),
+        ("h100", "Standard_ND96isr_H100_v5", "2", "8x H100-SXM5-80GB 80GiB", "GPU operator", "device plugin",
+         "8x 400 Gb/s", "all-1g.10gb", "sku=gpu:NoSchedule"),
+        ("t4", "Standard_NC4as_T4_v3", "0..3 (starts at 0)", "1x Tesla T4 16GiB", "GPU operator", "device plugin",
+         "-", "-", "-"),
+        ("h100b", "Standard_ND96isr_H100_v5", "1", "8x H100-SXM5-80GB 80GiB", "GPU operator", "device plugin",
+         "8x 400 Gb/s", "all-disabled", "sku=gpu:NoSchedule"),
     ]

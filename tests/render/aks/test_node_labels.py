@@ -17,6 +17,8 @@ from tests.render.aks.helpers import A100, H100, T4, with_pools
 CONTAINER_OPERANDS = {
     "driver", "container-toolkit", "operator-validator", "device-plugin", "dcgm-exporter", "gpu-feature-discovery",
 }
+#: NVIDIA labels a container node with its whole set, whichever operands run (state_manager.go gpuStateLabels).
+NVIDIA_CONTAINER = set(WORKLOAD_OPERANDS["container"])
 
 
 def labels_of(config: GpuStackConfig, pool: int = 0) -> dict[str, str]:
@@ -35,7 +37,7 @@ def test_rendered_operands_are_what_the_daemonsets_select() -> None:
 def test_container_pool_on_a_mig_gpu() -> None:
     labels = labels_of(with_pools(H100))
     assert labels["nvidia.com/gpu.present"] == "true"
-    assert deploy(labels) == CONTAINER_OPERANDS | {"mig-manager", "client"}
+    assert deploy(labels) == NVIDIA_CONTAINER | {"mig-manager", "client"}
     assert all(labels[f"nvidia.com/gpu.deploy.{name}"] == "true" for name in deploy(labels))
     assert labels["nvidia.com/mig.config"] == "all-disabled"
     assert "nvidia.com/device-plugin.config" not in labels
@@ -44,7 +46,7 @@ def test_container_pool_on_a_mig_gpu() -> None:
 
 def test_no_mig_manager_or_mig_config_on_a_t4() -> None:
     labels = labels_of(with_pools(T4))
-    assert deploy(labels) == CONTAINER_OPERANDS | {"client"}
+    assert deploy(labels) == NVIDIA_CONTAINER | {"client"}
     assert "nvidia.com/mig.config" not in labels
 
 
@@ -52,9 +54,9 @@ def test_mig_config_of_the_pool() -> None:
     assert labels_of(with_pools({**A100, "migConfig": "all-3g.40gb"}))["nvidia.com/mig.config"] == "all-3g.40gb"
 
 
-def test_mig_manager_disabled_means_no_mig_labels() -> None:
+def test_mig_manager_disabled_means_no_mig_layout() -> None:
     labels = labels_of(with_pools(H100, operator={"migManager": {"enabled": False}}))
-    assert "mig-manager" not in deploy(labels)
+    assert "mig-manager" in deploy(labels)  # NVIDIA's addGPUStateLabels labels MIG-capable nodes regardless
     assert "nvidia.com/mig.config" not in labels
 
 
@@ -76,23 +78,24 @@ def test_sharing_config_of_the_pool() -> None:
     assert "nvidia.com/device-plugin.config" not in labels_of(config, 1)
 
 
-def test_disabled_operands_get_no_deploy_label() -> None:
+def test_disabled_operands_keep_nvidias_deploy_label() -> None:
     config = with_pools(H100, operator={"dcgmExporter": {"enabled": False}, "dcgm": {"enabled": True}})
     labels = labels_of(config)
-    assert "dcgm-exporter" not in deploy(labels)
-    assert "dcgm" in deploy(labels)
+    assert {"dcgm-exporter", "dcgm"} <= deploy(labels)
 
 
-def test_aks_managed_driver_pool_gets_no_driver_or_toolkit_label() -> None:
+def test_aks_managed_driver_pool_keeps_nvidias_container_set() -> None:
     config = with_pools({**T4, "gpuDriver": "aks"},
                         operator={"driver": {"enabled": False}, "toolkit": {"enabled": False}})
-    assert deploy(labels_of(config)) == CONTAINER_OPERANDS - {"driver", "container-toolkit"} | {"client"}
+    assert deploy(labels_of(config)) == NVIDIA_CONTAINER | {"client"}  # no DaemonSet selects driver or toolkit
 
 
 @pytest.mark.parametrize("workload, expected", [
-    ("container", CONTAINER_OPERANDS | {"mig-manager", "client"}),
-    ("vm-passthrough", {"sandbox-device-plugin", "sandbox-validator", "vfio-manager", "client"}),
-    ("vm-vgpu", {"sandbox-device-plugin", "sandbox-validator", "vgpu-device-manager", "client"}),
+    ("container", NVIDIA_CONTAINER | {"mig-manager", "client"}),
+    ("vm-passthrough", {"sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager", "cc-manager",
+                        "client"}),
+    ("vm-vgpu", {"sandbox-device-plugin", "vgpu-manager", "sandbox-validator", "vgpu-device-manager", "cc-manager",
+                 "client"}),
 ])
 def test_sandbox_workloads(workload: str, expected: set[str]) -> None:
     config = with_pools({**H100, "workload": workload}, operator={"sandboxWorkloads": {"enabled": True}})
@@ -106,7 +109,7 @@ def test_workload_table_is_nvidias() -> None:
     assert set(WORKLOAD_OPERANDS) == {"container", "vm-passthrough", "vm-vgpu"}
     assert "mig-manager" not in WORKLOAD_OPERANDS["container"]
     assert "vgpu-manager" in WORKLOAD_OPERANDS["vm-vgpu"]
-    assert "kata-sandbox-device-plugin" in WORKLOAD_OPERANDS["vm-passthrough"]
+    assert "kata-manager" in WORKLOAD_OPERANDS["vm-passthrough"]
 
 
 def test_own_labels_come_along() -> None:

@@ -19,7 +19,7 @@ CONFIGS = sorted((REPO_ROOT / "examples" / "configs").glob("*.yaml"))
 def test_pool_labels_are_a_fixed_point_of_the_labeller(path: Path | None) -> None:
     config = load_config(path)
     rendered = rendered_deploy_operands(render(config))
-    policy = labelling_policy(config, rendered)
+    policy = labelling_policy(config)
     for pool in config.pools:
         created = pool_node_labels(pool, config, rendered)
         hardware = pool.hardware

@@ -100,7 +100,8 @@ def test_device_classes_and_claim_templates_validate_strictly(version: str) -> N
         "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
                      {"name": "all", "exactly": {"deviceClassName": "mig.nvidia.com", "allocationMode": "All"}}],
         "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}
-    objects = [*device_classes(), *dra_objects(config(dra={"claimTemplates": [template]}))]
+    objects = [*device_classes(), *dra_objects(config(dra={"namespaces": {"ml": "existing"},
+                                                            "claimTemplates": [template]}))]
     assert [o["kind"] for o in objects].count("ResourceClaimTemplate") == 1
     for obj in objects:
         assert builtin_errors(obj, version) == [], obj["metadata"]["name"]

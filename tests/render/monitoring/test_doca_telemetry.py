@@ -39,6 +39,10 @@ def test_the_pod_monitor_scrapes_dts_in_the_network_namespace() -> None:
 
 def test_monitor_labels_win_over_rule_labels() -> None:
     [monitor] = _pod_monitors(_document(monitoring={"monitorLabels": {"prometheus": "gpu"}}))
+    assert monitor["metadata"]["labels"] == {"app.kubernetes.io/part-of": "gpu-operator", "prometheus": "gpu",
+                                             "release": "kube-prometheus"}
+    [monitor] = _pod_monitors(_document(monitoring={"monitorLabels": {"prometheus": "gpu"},
+                                                    "prometheusRelease": None}))
     assert monitor["metadata"]["labels"] == {"app.kubernetes.io/part-of": "gpu-operator", "prometheus": "gpu"}
 
 

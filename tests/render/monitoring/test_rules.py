@@ -16,6 +16,7 @@ from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.render.monitoring import render_prometheus_rule
 from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_METRICS, PROMETHEUS_METRICS
 from gpu_operator.render.monitoring.promql import metric_names
+from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_RESET_OR_REBOOT
 from tests.support.agents import with_agents
 from tests.support.reference import reference_file
 from tests.support.schemas import validate_objects
@@ -63,8 +64,30 @@ def test_the_default_exporters_get_every_alert_their_metrics_allow() -> None:
 def test_every_alert_says_what_to_check_next() -> None:
     for item in _rules(_rule()):
         if "alert" in item:
-            assert set(item["annotations"]) == {"summary", "description", "runbook"}, item["alert"]
+            assert set(item["annotations"]) == {"summary", "description"}, item["alert"]
+            assert " Next: " in item["annotations"]["description"], item["alert"]
             assert item["labels"]["severity"] in {"critical", "warning", "info"}
+
+
+def test_alerts_link_their_runbook_with_the_conventional_annotation() -> None:
+    """kube-prometheus (and Alertmanager / Grafana templates after it) read `summary`, `description` and
+    `runbook_url` (prometheus-community/helm-charts kube-prometheus-stack 88.5.3, templates/prometheus/rules-1.14:
+    every rule's annotations); a `runbook` annotation is read by nothing."""
+    rule = _rule({**WITH_NODE_STATUS, "monitoring": {"runbookUrl": "https://wiki.example.com/gpu/{alert}"}})
+    alerts = [item for item in _rules(rule) if "alert" in item]
+    assert alerts
+    for item in alerts:
+        assert set(item["annotations"]) == {"summary", "description", "runbook_url"}, item["alert"]
+        assert item["annotations"]["runbook_url"] == f"https://wiki.example.com/gpu/{item['alert']}"
+
+
+def test_the_rule_carries_the_release_label_a_stock_kube_prometheus_stack_selects() -> None:
+    """kube-prometheus-stack 88.5.3 values.yaml: `ruleSelectorNilUsesHelmValues: true` and an empty `ruleSelector`,
+    which templates/prometheus/prometheus.yaml turns into `ruleSelector.matchLabels.release: <Release.Name>`."""
+    assert _rule()["metadata"]["labels"]["release"] == "kube-prometheus"
+    rule = _rule({"monitoring": {"prometheusRelease": "monitoring"}})
+    assert rule["metadata"]["labels"]["release"] == "monitoring"
+    assert "release" not in _rule({"monitoring": {"prometheusRelease": None}})["metadata"]["labels"]
 
 
 @needs_promtool
@@ -294,3 +317,101 @@ def test_promtool_unit_tests_of_the_throttling_alerts(tmp_path: Path) -> None:
     result = subprocess.run([PROMTOOL, "test", "rules", "throttle_test.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- XIDs needing a reset or a reboot; the framebuffer with the driver's reservation -------------------------------
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    return {"series": name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "values": values}
+
+
+def _promtool_test(tmp_path: Path, rule: dict[str, Any], tests: list[dict[str, Any]]) -> None:
+    _write_rules(rule, tmp_path / "rules.yaml")
+    document = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}
+    (tmp_path / "case_test.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    result = subprocess.run([PROMTOOL, "test", "rules", "case_test.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_hardware_xids_cover_every_reset_or_reboot_xid() -> None:
+    """NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors, "immediate resolution" RESET_GPU / RESTART_BM /
+    RESTART_VM, and XID 154 "GPU recovery action changed"); dcgm-exporter's internal/pkg/collector/xid_errors.go
+    `xidErrCodeToText` names the codes 119 "GSP RPC Timeout", 120 "GSP Error", 154 "GPU Recovery Action Changed"."""
+    assert {92, 119, 120, 154} <= set(XID_HARDWARE)
+    assert set(XID_RESET_OR_REBOOT) <= set(XID_HARDWARE)
+    assert {code for code, action in XID_RESET_OR_REBOOT.items() if action == "reboot"} == {79, 151}
+    assert not set(XID_HARDWARE) & set(XID_APPLICATION)
+
+
+@needs_promtool
+def test_promtool_every_hardware_xid_fires_the_hardware_alert(tmp_path: Path) -> None:
+    rule = _rule()
+    series, expected = [], []
+    for index, code in enumerate(XID_HARDWARE):
+        labels = {"hostname": "n1", "gpu": str(index), "UUID": f"GPU-{index}", "err_code": str(code)}
+        series.append(_series("DCGM_FI_DEV_XID_ERRORS", labels, f"{code}x5"))
+        expected.append(_expected(rule, "GpuXidHardwareError", labels))
+    workload = {"hostname": "n2", "gpu": "0", "UUID": "GPU-X", "err_code": "13"}
+    series.append(_series("DCGM_FI_DEV_XID_ERRORS", workload, "13x5"))
+    _promtool_test(tmp_path, rule, [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [{"eval_time": "2m", "alertname": "GpuXidHardwareError", "exp_alerts": expected}],
+    }])
+
+
+@needs_promtool
+def test_promtool_the_framebuffer_ratio_counts_the_reserved_memory(tmp_path: Path) -> None:
+    """dcgm-exporter etc/default-counters.csv collects DCGM_FI_DEV_FB_FREE, _USED and _RESERVED (MiB): the GPU's
+    memory is their sum, so 3800 MiB free of 80000 is 95.25% taken although used / (used + free) reads 94.85%."""
+    rule = _rule()
+    full = {"hostname": "n1", "gpu": "0", "UUID": "GPU-0"}
+    roomy = {"hostname": "n1", "gpu": "1", "UUID": "GPU-1"}
+    series = [
+        _series("DCGM_FI_DEV_FB_USED", full, "70000x30"), _series("DCGM_FI_DEV_FB_FREE", full, "3800x30"),
+        _series("DCGM_FI_DEV_FB_RESERVED", full, "6200x30"),
+        _series("DCGM_FI_DEV_FB_USED", roomy, "40000x30"), _series("DCGM_FI_DEV_FB_FREE", roomy, "39500x30"),
+        _series("DCGM_FI_DEV_FB_RESERVED", roomy, "500x30"),
+    ]
+    alert = _expected(rule, "GpuFramebufferFull", full)
+    alert["exp_annotations"] = {key: value.replace("{{ $value | humanizePercentage }}", "95.25%")
+                                for key, value in alert["exp_annotations"].items()}
+    _promtool_test(tmp_path, rule, [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [{"eval_time": "20m", "alertname": "GpuFramebufferFull", "exp_alerts": [alert]}],
+    }])
+
+
+def test_without_the_reserved_field_the_framebuffer_alert_reads_what_the_csv_collects() -> None:
+    csv = ("DCGM_FI_DEV_FB_USED, gauge, used\nDCGM_FI_DEV_FB_FREE, gauge, free\n"
+           "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n")
+    document = {"configs": {"dcgmExporter": csv}, "operator": {"dcgmExporter": {"config": {"name": "metrics"}}}}
+    [alert] = [item for item in _rules(_rule(document)) if item.get("alert") == "GpuFramebufferFull"]
+    assert "DCGM_FI_DEV_FB_RESERVED" not in alert["expr"]
+    [alert] = [item for item in _rules(_rule()) if item.get("alert") == "GpuFramebufferFull"]
+    assert "DCGM_FI_DEV_FB_RESERVED" in alert["expr"]
+
+
+@needs_promtool
+def test_promtool_a_node_scaled_away_loses_no_gpu(tmp_path: Path) -> None:
+    """Only a GPU gone from a node that still reports is lost: a node the autoscaler removed, or AKS reimaged,
+    stops reporting altogether, and GPUs time-sliced between pods report a series per pod (dcgm-exporter's pod
+    attribution) that come and go with the pods."""
+    rule = _rule()
+    lost = {"hostname": "n1"}
+    series = [
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "n1", "gpu": "0", "UUID": "GPU-0"}, "40x60"),
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "n1", "gpu": "1", "UUID": "GPU-1"}, "40x20 stale"),
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "gone", "gpu": "0", "UUID": "GPU-2"}, "40x20 stale"),
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "gone", "gpu": "1", "UUID": "GPU-3"}, "40x20 stale"),
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "ts", "gpu": "0", "UUID": "GPU-4", "exported_pod": "a"},
+                "40x60"),
+        _series("DCGM_FI_DEV_GPU_TEMP", {"hostname": "ts", "gpu": "0", "UUID": "GPU-4", "exported_pod": "b"},
+                "40x20 stale"),
+    ]
+    _promtool_test(tmp_path, rule, [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [{"eval_time": "40m", "alertname": "GpuLost",
+                             "exp_alerts": [_expected(rule, "GpuLost", lost)]}],
+    }])

@@ -24,6 +24,9 @@ AGENT_RULES = [
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+    # a pod holding an NVIDIA DRA claim is a GPU pod (k8s-driver-manager v0.12.0 `podHasGPUResourceClaim`): the
+    # claims are read one by one (get), never listed
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
 ]
 
 

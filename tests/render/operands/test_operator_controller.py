@@ -9,6 +9,7 @@ import pytest
 
 from gpu_operator.agents.controller.settings import parse_settings
 from gpu_operator.config import parse_config
+from gpu_operator.labels import LabellingPolicy
 from gpu_operator.render import render
 
 IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
@@ -39,10 +40,8 @@ def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
     assert settings.pod_deletion.timeout == 60
     assert settings.upgrade.wait_for_jobs and settings.wait_pod_selector.text == "app=job"
     assert settings.upgrade.validation_timeout_seconds == 120 and settings.resync_seconds == 60
-    # the deploy labels are exactly the ones the rendered DaemonSets select
-    assert settings.labelling.enabled_operands == {
-        "driver", "container-toolkit", "operator-validator", "device-plugin", "dcgm-exporter",
-        "gpu-feature-discovery", "mig-manager"}
+    # the labelling policy is the ClusterPolicy's sandbox and MIG settings (NVIDIA labels a workload's whole set)
+    assert settings.labelling == LabellingPolicy(mig_manager_enabled=True, mig_default_config="all-disabled")
 
 
 def test_sandbox_workloads_turn_the_upgrades_off_as_nvidia_does() -> None:
@@ -72,7 +71,9 @@ def test_its_pods_are_never_drained_and_run_unprivileged() -> None:
 
 @pytest.mark.parametrize(("kind", "name", "rules"), [
     ("ClusterRole", "gpu-operator", [([""], ["nodes"], ["list", "watch", "patch"]),
-                                     ([""], ["pods"], ["list"]), ([""], ["pods/eviction"], ["create"])]),
+                                     ([""], ["pods"], ["list"]), ([""], ["pods/eviction"], ["create"]),
+                                     # NVIDIA DRA claims make a pod a GPU pod (`PodHasNVIDIAGPUClaim`)
+                                     (["resource.k8s.io"], ["resourceclaims"], ["get"])]),
     ("Role", "gpu-operator-events", [([""], ["events"], ["create"])]),
 ])
 def test_rbac_is_what_the_controller_calls(kind: str, name: str, rules: list[tuple[list[str], ...]]) -> None:
