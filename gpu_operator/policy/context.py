@@ -22,9 +22,6 @@ class PolicyContext:
     """The most InfiniBand NICs a node of the fleet has (None: unknown, the check is off)."""
     prometheus_selector: dict[str, str] = field(default_factory=dict)
     """Labels the Prometheus Operator selects monitors and rules by (e.g. release: kube-prometheus)."""
-    exporter_gpus: int | None = None
-    """GPUs of the largest node (reported; the exporter's memory floor is dcgm-exporter's own 512 MiB whatever the
-    count, so no policy needs it any more, and the pack still accepts it as config)."""
     production: bool = False
     """The stack is a production one (`gpu-operator check --production`, or the pack's `production` config)."""
     max_parallel_upgrades: int | None = None
@@ -36,7 +33,6 @@ class PolicyContext:
     @classmethod
     def from_config(cls, config: GpuStackConfig, production: bool = False) -> PolicyContext:
         from gpu_operator.render.aks.infiniband import unregistered_infiniband_pools
-        from gpu_operator.render.operands.exporter_sizing import fleet_max_gpus
 
         taints = tuple(
             tuple({"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.node_taints)
@@ -50,7 +46,6 @@ class PolicyContext:
             pool_taints=taints,
             max_infiniband_nics=max(nics) if nics else (0 if config.pools else None),
             prometheus_selector=monitoring.selector_labels(),
-            exporter_gpus=fleet_max_gpus(config),
             production=production,
             max_parallel_upgrades=upgrades.max_parallel_upgrades if upgrades.auto_upgrade else None,
             unregistered_infiniband_pools=unregistered_infiniband_pools(config),
@@ -58,5 +53,5 @@ class PolicyContext:
 
     def describe(self) -> dict[str, Any]:
         return {"poolTaints": [list(t) for t in self.pool_taints], "maxInfinibandNics": self.max_infiniband_nics,
-                "prometheusSelector": self.prometheus_selector, "exporterGpus": self.exporter_gpus,
+                "prometheusSelector": self.prometheus_selector,
                 "unregisteredInfinibandPools": list(self.unregistered_infiniband_pools)}

@@ -7,7 +7,7 @@ server, so it happens in the pack's `__main__.py`, never on import). The pack ru
 and the policies need only pydantic and PyYAML.
 
 The fleet facts the checks need come from the pack's policy config, the same for every policy: `poolTaints`
-(per pool, a list of `{key, value, effect}`), `maxInfinibandNics`, `prometheusSelector`, `exporterGpus`; unset,
+(per pool, a list of `{key, value, effect}`), `maxInfinibandNics`, `prometheusSelector`; unset,
 the checks that need them are off (`gpu-operator check` derives them from the config instead); `production` and
 `maxParallelUpgrades` feed the advisory on unlimited parallel driver upgrades. Helm charts are seen as `Chart`
 objects (their chart name and values), as `check` sees them.
@@ -29,7 +29,6 @@ CONFIG_SCHEMA: dict[str, dict[str, Any]] = {
     "poolTaints": {"type": "array", "items": {"type": "array", "items": {"type": "object"}}},
     "maxInfinibandNics": {"type": "integer", "minimum": 0},
     "prometheusSelector": {"type": "object", "additionalProperties": {"type": "string"}},
-    "exporterGpus": {"type": "integer", "minimum": 1},
     "production": {"type": "boolean"},
     "maxParallelUpgrades": {"type": "integer", "minimum": 0},
     "unregisteredInfinibandPools": {"type": "array", "items": {"type": "string"}},
@@ -48,7 +47,6 @@ def context_from_config(config: Mapping[str, Any]) -> PolicyContext:
         pool_taints=taints,
         max_infiniband_nics=_integer(config.get("maxInfinibandNics")),
         prometheus_selector=dict(config.get("prometheusSelector") or {}),
-        exporter_gpus=_integer(config.get("exporterGpus")),
         production=bool(config.get("production", False)),
         max_parallel_upgrades=_integer(config.get("maxParallelUpgrades")),
         unregistered_infiniband_pools=tuple(str(p) for p in config.get("unregisteredInfinibandPools") or ()),

@@ -15,8 +15,8 @@ start it; `pulumi preview --policy-pack` of a copy of the pack with `runtime: py
     error: policy pack not started: could not read policy pack port: io: read/write on closed pipe
 
 The first test asserts the pack starts (none of that) and reports under its name. The CrossGuard policy config
-reaches the pack as JSON numbers, i.e. floats (`exporterGpus: 8` arrives as 8.0); the pack turns the counts back
-into integers, so its messages are `gpu-operator check`'s word for word (the exporter-memory case checks it).
+reaches the pack as JSON numbers, i.e. floats (`maxInfinibandNics: 8` arrives as 8.0); the pack turns the counts back
+into integers, so its messages are `gpu-operator check`'s word for word (every case compares them).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet
 from lightkube.resources.core_v1 import Namespace
 
-from gpu_operator.cli import _charts
+from gpu_operator.cli import _charts, _expanded_charts
 from gpu_operator.config import GpuStackConfig, parse_config
 from gpu_operator.policy import POLICIES, Enforcement, Finding, PolicyContext, check
 from gpu_operator.policy.model import chart_object
@@ -51,6 +52,7 @@ from tests.e2e.engine_fleet import (  # noqa: F401 - module fixtures
     plane,
 )
 from tests.e2e.report import note
+from tests.e2e.tools import E2eTools
 from tests.support.reference import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -85,10 +87,23 @@ def _document(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check(config: GpuStackConfig) -> list[Finding]:
-    """`gpu-operator check -f` on the document, in-process (gpu_operator/cli.py `_check`)."""
+    """`gpu-operator check -f` on the document, in-process (gpu_operator/cli.py `_check`): the charts' values and
+    the objects they expand to (with the e2e tools' Helm, `HELM` set by the module fixture), as the pack sees them."""
     charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
               for c in _charts(config)]
-    return check([*charts, *stack_objects(config, render_operands(config))], PolicyContext.from_config(config))
+    expanded = _expanded_charts(config, REPO_ROOT)
+    return check([*charts, *expanded, *stack_objects(config, render_operands(config))],
+                 PolicyContext.from_config(config))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm_of_the_e2e_tools(e2e_tools: E2eTools) -> Iterator[None]:
+    """`check` expands charts with `$HELM`; a chart that cannot be expanded would leave its objects unjudged."""
+    helm = e2e_tools.optional("helm")
+    assert helm is not None, "helm is not built: run `make e2e-tools`"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HELM", str(helm))
+        yield
 
 
 def _policy_config(config: GpuStackConfig, path: Path) -> Path:

@@ -104,6 +104,6 @@ def test_the_pack_reads_its_counts_as_integers_whatever_number_type_the_engine_h
     from gpu_operator.policy.crossguard import context_from_config
 
     # the engine hands policy config numbers over as floats: 8 arrives as 8.0 (and a message said "8.0 GPUs")
-    context = context_from_config({"exporterGpus": 8.0, "maxInfinibandNics": 8.0, "maxParallelUpgrades": 1.0})
-    assert (context.exporter_gpus, context.max_infiniband_nics, context.max_parallel_upgrades) == (8, 8, 1)
-    assert all(type(value) is int for value in (context.exporter_gpus, context.max_infiniband_nics))
+    context = context_from_config({"maxInfinibandNics": 8.0, "maxParallelUpgrades": 1.0})
+    assert (context.max_infiniband_nics, context.max_parallel_upgrades) == (8, 1)
+    assert all(type(value) is int for value in (context.max_infiniband_nics, context.max_parallel_upgrades))

@@ -70,7 +70,7 @@ CASES = [
 
 TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
 FLEET = PolicyContext(pool_taints=((TAINT,),), max_infiniband_nics=8, prometheus_selector={"release": "prom"},
-                      exporter_gpus=8, production=True)  # production: the advisories that are silent otherwise
+                      production=True)  # production: the advisories that are silent otherwise
 NS = {"apiVersion": "v1", "kind": "Namespace",
       "metadata": {"name": "gpu-operator", "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
 DRIVER = _with(_with(DS, "metadata.name", "nvidia-driver-daemonset"),

@@ -15,7 +15,7 @@ from gpu_operator.policy import POLICIES, PolicyContext
 from gpu_operator.policy.model import Violation
 
 TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
-FLEET = PolicyContext(pool_taints=((TAINT,),), max_infiniband_nics=8, exporter_gpus=1)
+FLEET = PolicyContext(pool_taints=((TAINT,),), max_infiniband_nics=8)
 
 
 def violations(name: str, objects: list[dict[str, Any]], context: PolicyContext = FLEET) -> list[Violation]:
@@ -119,7 +119,7 @@ def test_the_exporter_needs_dcgm_exporters_own_limit_whatever_the_gpu_count() ->
     [violation] = violations("exporter-memory-fits-the-gpus", [_exporter("256Mi")])
     assert "512 MiB" in violation.message
     assert violations("exporter-memory-fits-the-gpus", [_exporter("512Mi")]) == []
-    # the floor needs no fleet facts: the pack without exporterGpus config judges it too
+    # the floor needs no fleet facts: the pack judges it with no policy config
     assert violations("exporter-memory-fits-the-gpus", [_exporter("256Mi")], PolicyContext()) != []
 
 
