@@ -52,6 +52,8 @@ class PolicyContext:
         )
 
     def describe(self) -> dict[str, Any]:
+        """The facts as the CrossGuard pack's policy config (gpu_operator.policy.crossguard `CONFIG_SCHEMA`)."""
         return {"poolTaints": [list(t) for t in self.pool_taints], "maxInfinibandNics": self.max_infiniband_nics,
-                "prometheusSelector": self.prometheus_selector,
+                "prometheusSelector": self.prometheus_selector, "production": self.production,
+                "maxParallelUpgrades": self.max_parallel_upgrades,
                 "unregisteredInfinibandPools": list(self.unregistered_infiniband_pools)}

@@ -107,3 +107,19 @@ def test_the_pack_reads_its_counts_as_integers_whatever_number_type_the_engine_h
     context = context_from_config({"maxInfinibandNics": 8.0, "maxParallelUpgrades": 1.0})
     assert (context.max_infiniband_nics, context.max_parallel_upgrades) == (8, 1)
     assert all(type(value) is int for value in (context.max_infiniband_nics, context.max_parallel_upgrades))
+
+
+def test_the_facts_check_derives_are_the_packs_policy_config() -> None:
+    """`PolicyContext.describe()` is what a stack gives the pack as policy config: every key the pack's schema
+    declares, read back to the same facts (so the pack and `check --production` judge with the same ones)."""
+    from gpu_operator.config import parse_config
+    from gpu_operator.policy.context import PolicyContext
+    from gpu_operator.policy.crossguard import CONFIG_SCHEMA, context_from_config
+
+    config = parse_config({"aks": {"resourceGroup": "rg", "clusterName": "c", "kubernetesVersion": "1.34"},
+                           "pools": [{"name": "h100", "vmSize": "Standard_ND96isr_H100_v5",
+                                      "taints": ["sku=gpu:NoSchedule"]}]})
+    context = PolicyContext.from_config(config, production=True)
+    described = context.describe()
+    assert set(described) == set(CONFIG_SCHEMA)
+    assert context_from_config({k: v for k, v in described.items() if v is not None}) == context
