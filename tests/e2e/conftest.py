@@ -19,7 +19,7 @@ from lightkube.resources.core_v1 import Node
 
 from gpu_operator.config import GpuStackConfig, load_config
 from tests.e2e.apply import KindTable, server_side_apply, wait_established
-from tests.e2e.control_plane import ControlPlane, start_control_plane
+from tests.e2e.control_plane import ControlPlane, running_control_plane
 from tests.e2e.nodes import FLEET_CONFIG, SimulatedNode, fleet_nodes, node_object
 from tests.e2e.report import NOTES, note
 from tests.e2e.tools import E2eTools, locate_tools
@@ -49,11 +49,8 @@ def e2e_tools() -> E2eTools:
 
 @pytest.fixture(scope="session")
 def control_plane(e2e_tools: E2eTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("control-plane"))
-    try:
+    with running_control_plane(e2e_tools, tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from lightkube import Client, KubeConfig
 
 from tests.e2e.tools import E2eTools
 
-__all__ = ["ControlPlane", "ControlPlaneError", "start_control_plane", "KWOK_ANNOTATION"]
+__all__ = ["ControlPlane", "ControlPlaneError", "running_control_plane", "start_control_plane", "stop_process_group", "KWOK_ANNOTATION"]
 
 #: Nodes with this annotation are played by KWOK.
 KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
@@ -192,7 +193,7 @@ class ControlPlane:
         """Stop the programs newest first (KWOK and the controllers, then the API server, then etcd): SIGTERM to
         the process group, SIGKILL when it has not exited within a bounded wait."""
         for process in reversed(self.processes):
-            _stop(process.popen)
+            stop_process_group(process.popen)
         self.processes.clear()
 
     def _ready(self, path: str) -> bool:
@@ -213,7 +214,8 @@ class ControlPlane:
             time.sleep(0.5)
 
 
-def _stop(popen: subprocess.Popen[bytes]) -> None:
+def stop_process_group(popen: subprocess.Popen[bytes]) -> None:
+    """Stop a process started in a session of its own, and its children: SIGTERM, then SIGKILL, each bounded."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if popen.poll() is not None:
             return
@@ -303,3 +305,13 @@ def start_control_plane(tools: E2eTools, workdir: Path) -> ControlPlane:
         plane.stop()
         raise
     return plane
+
+
+@contextmanager
+def running_control_plane(tools: E2eTools, workdir: Path) -> Iterator[ControlPlane]:
+    """A started control plane, always stopped when the block ends."""
+    plane = start_control_plane(tools, workdir)
+    try:
+        yield plane
+    finally:
+        plane.stop()

@@ -23,11 +23,11 @@ from lightkube.resources.core_v1 import Node
 
 from gpu_operator.config import load_config
 from tests.e2e.apply import KindTable, server_side_apply, wait_established
-from tests.e2e.control_plane import ControlPlane, start_control_plane
+from tests.e2e.control_plane import ControlPlane, running_control_plane
 from tests.e2e.engine import Engine, missing_engine_programs
-from tests.e2e.tools import E2eTools
 from tests.e2e.nodes import FLEET_CONFIG, fleet_nodes, node_object
 from tests.e2e.render_diff import ObjectKey
+from tests.e2e.tools import E2eTools
 from tests.e2e.waiting import wait_until
 from tests.support.reference import REFERENCE_CHARTS, REFERENCE_DATA
 
@@ -63,11 +63,8 @@ def require_engine(tools: E2eTools) -> None:
 def engine_plane(tools: E2eTools, workdir: Path) -> Iterator[ControlPlane]:
     """A control plane of a real-engine module's own, always stopped (the engine must be built)."""
     require_engine(tools)
-    started = start_control_plane(tools, workdir)
-    try:
+    with running_control_plane(tools, workdir) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def register_nodes(client: Client, nodes: list[dict[str, Any]], timeout: float = 60) -> None:

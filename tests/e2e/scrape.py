@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -15,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests.e2e.agents import AGENT
-from tests.e2e.control_plane import ControlPlane, free_port
+from tests.e2e.control_plane import ControlPlane, free_port, stop_process_group
 
 __all__ = ["run_exporter_until", "run_metrics_exporter_until"]
 
@@ -31,16 +30,6 @@ def _samples(url: str) -> list[Sample]:
 
 def _gauge(url: str, metric: str) -> float | None:
     return next((float(sample.value) for sample in _samples(url) if sample.name == metric), None)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
 
 
 def _start(
@@ -74,7 +63,7 @@ def run_metrics_exporter_until(
                 break
             time.sleep(0.5)
     finally:
-        _stop(process)
+        stop_process_group(process)
     return samples, log.read_text(errors="replace")
 
 
@@ -95,5 +84,5 @@ def run_exporter_until(
                 break
             time.sleep(0.5)
     finally:
-        _stop(process)
+        stop_process_group(process)
     return value, log.read_text(errors="replace")

@@ -25,7 +25,6 @@ label and one GPU pod each. The controller runs as a local process with a token 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -36,17 +35,23 @@ from typing import Any
 
 import pytest
 import yaml
+from gpu_operator.components.driver_rollout import DriverRolloutProvider
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
-from gpu_operator.components.driver_rollout import DriverRolloutProvider
 from gpu_operator.config import parse_config
 from gpu_operator.render import render
 from tests.e2e.agents import AGENT, service_account_token
 from tests.e2e.apply import KindTable, server_side_apply
-from tests.e2e.control_plane import KWOK_ANNOTATION, ControlPlane, free_port, start_control_plane
+from tests.e2e.control_plane import (
+    KWOK_ANNOTATION,
+    ControlPlane,
+    free_port,
+    running_control_plane,
+    stop_process_group,
+)
 from tests.e2e.nodes import FLEET_CONFIG
 from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
 from tests.e2e.report import note
@@ -91,11 +96,8 @@ def _objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_
 
 @pytest.fixture(scope="module")
 def plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("controller-plane"))
-    try:
+    with running_control_plane(e2e_tools, tmp_path_factory.mktemp("controller-plane")) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 def _node(index: int) -> Object:
@@ -174,23 +176,13 @@ def _start_controller(plane: ControlPlane, cluster: Client, workdir: Path) -> An
     return process
 
 
-def _stop_controller(process: Any) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     process = _start_controller(plane, cluster, tmp_path_factory.mktemp("controller"))
     try:
         yield process
     finally:
-        _stop_controller(process)
+        stop_process_group(process)
 
 
 def _nodes(client: Client) -> dict[str, Any]:
@@ -365,11 +357,8 @@ VALIDATED_OR_LATER = {"validation-required", "uncordon-required", "upgrade-done"
 
 @pytest.fixture(scope="module")
 def slow_plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    plane = start_control_plane(e2e_tools, tmp_path_factory.mktemp("slow-driver-plane"))
-    try:
+    with running_control_plane(e2e_tools, tmp_path_factory.mktemp("slow-driver-plane")) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 def _slow_node(name: str) -> Object:
@@ -469,4 +458,4 @@ def test_slow_drivers_are_validated_only_when_ready_and_a_failed_node_holds_the_
         if watcher is not None:
             watcher.stop.set()
             watcher.join(timeout=10)
-        _stop_controller(process)
+        stop_process_group(process)

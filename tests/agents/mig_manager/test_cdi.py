@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from gpu_operator.agents.mig_manager.cdi import MANAGEMENT_SPEC, CdiError, CdiRe
 from gpu_operator.agents.mig_manager.config import load_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.reconfigure import REASON_ANNOTATION, STATE_LABEL, Reconfigurer, Settings
-from gpu_operator.agents.nvml.simulated import SimulatedLibrary, load_profile
+from gpu_operator.agents.nvml.simulated import SimulatedLibrary
 from gpu_operator.mig import default_config, to_yaml
 from tests.agents.kube.fake_apiserver import FakeApiServer
 
@@ -20,20 +20,6 @@ NODE = "gpu-node-0"
 NAMESPACE = "gpu-operator"
 HOOK = "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
 CTK = "/usr/local/nvidia/toolkit/nvidia-ctk"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as running:
-        running.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": {}}})
-        yield running
-
-
-@pytest.fixture
-def library() -> SimulatedLibrary:
-    lib = SimulatedLibrary(load_profile("a100-8x-mig"), sleep=lambda _: None)
-    lib.nvmlInitWithFlags(0)
-    return lib
 
 
 def _devices(library: SimulatedLibrary) -> Counter[str]:

@@ -4,7 +4,6 @@ apply path on a simulated A100, what the manager and the NVML inventory read bac
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from gpu_operator.agents.mig_manager.config import MigConfigError, load_config, 
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.reconfigure import REASON_ANNOTATION, STATE_LABEL, Reconfigurer, Settings
 from gpu_operator.agents.nvml.adapter import LibraryNvml
-from gpu_operator.agents.nvml.simulated import SimulatedLibrary, load_profile
+from gpu_operator.agents.nvml.simulated import SimulatedLibrary
 from gpu_operator.agents.nvml.simulated.pci import SimulatedPciBus
 from tests.agents.kube.fake_apiserver import FakeApiServer
 
@@ -27,20 +26,6 @@ mig-configs:
   does-not-fit:
     - {devices: all, mig-enabled: true, mig-devices: {2c.4g.40gb: 1, 1c.3g.40gb: 2}}
 """
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as running:
-        running.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": {}}})
-        yield running
-
-
-@pytest.fixture
-def library() -> SimulatedLibrary:
-    lib = SimulatedLibrary(load_profile("a100-8x-mig"), sleep=lambda _: None)
-    lib.nvmlInitWithFlags(0)
-    return lib
 
 
 def _manager(server: FakeApiServer, library: SimulatedLibrary, tmp_path: Path) -> Reconfigurer:

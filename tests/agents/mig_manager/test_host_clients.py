@@ -13,7 +13,7 @@ from gpu_operator.agents.mig_manager.config import load_config
 from gpu_operator.agents.mig_manager.hardware import MigHardware
 from gpu_operator.agents.mig_manager.host_clients import HostClientsError, HostGpuClients, load_clients
 from gpu_operator.agents.mig_manager.reconfigure import PAUSED, REASON_ANNOTATION, STATE_LABEL, Reconfigurer, Settings
-from gpu_operator.agents.nvml.simulated import SimulatedLibrary, load_profile
+from gpu_operator.agents.nvml.simulated import SimulatedLibrary
 from gpu_operator.mig import DEFAULT_GPU_CLIENTS, default_config, to_yaml
 from tests.agents.kube.fake_apiserver import FakeApiServer
 
@@ -56,13 +56,6 @@ def server() -> Iterator[FakeApiServer]:
         running.add({"apiVersion": "v1", "kind": "Node",
                      "metadata": {"name": NODE, "labels": {DEVICE_PLUGIN: "true"}}})
         yield running
-
-
-@pytest.fixture
-def library() -> SimulatedLibrary:
-    lib = SimulatedLibrary(load_profile("a100-8x-mig"), sleep=lambda _: None)
-    lib.nvmlInitWithFlags(0)
-    return lib
 
 
 def _layout(library: SimulatedLibrary) -> list[tuple[bool, Counter[str]]]:

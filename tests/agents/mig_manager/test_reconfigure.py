@@ -51,13 +51,6 @@ def shipped_config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def library() -> SimulatedLibrary:
-    lib = SimulatedLibrary(load_profile("a100-8x-mig"), sleep=lambda _: None)
-    lib.nvmlInitWithFlags(0)
-    return lib
-
-
 def _reconfigurer(server: FakeApiServer, library: SimulatedLibrary, config_path: Path) -> Reconfigurer:
     return Reconfigurer(
         server.client(), MigHardware(library), load_config(config_path), Settings(NODE, NAMESPACE, poll_interval=0.01)
