@@ -24,6 +24,7 @@ Candidates that are directories (or, for programs, not executable) are skipped, 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import platform
@@ -31,6 +32,7 @@ import posixpath
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 __all__ = [
     "LIBRARY_SEARCH_PATHS",
@@ -177,13 +179,9 @@ class DriverRoot:
     def firmware(self, pattern: str) -> list[str]:
         """Firmware files matching `pattern` in the kernel's firmware search path under the root."""
         dirs: list[str] = []
-        try:
-            with open(self.firmware_class_path, encoding="utf-8") as handle:
-                custom = handle.read().strip()
-            if custom:
-                dirs.append(custom)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # no custom firmware path: the kernel's default directories only
+            custom = Path(self.firmware_class_path).read_text(encoding="utf-8").strip()
+            dirs += [custom] if custom else []
         release = self.kernel_release
         dirs += [f"/lib/firmware/updates/{release}", "/lib/firmware/updates/", f"/lib/firmware/{release}",
                  "/lib/firmware/"]

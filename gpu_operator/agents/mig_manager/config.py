@@ -58,7 +58,7 @@ def _problem(error: Any) -> str:
     where = ".".join(str(p) for p in error["loc"]) or "(top)"
     message = str(error["msg"]).removeprefix("Value error, ")
     field, sep, rest = message.partition(": ")
-    if sep and field in ("mig-devices",):
+    if sep and field == "mig-devices":
         return f"{where}.{field}: {rest}"
     return f"{where}: {message}"
 
