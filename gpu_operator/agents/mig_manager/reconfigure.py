@@ -1,22 +1,25 @@
 """One MIG reconfiguration of a node, driven by its `nvidia.com/mig.config` label.
 
-The sequence is NVIDIA's mig-manager's: validate the config; if the GPUs already match, `success`. GPUs that
-are not MIG-capable are left out where the config says `devices: all` (or disables MIG on them); enabling MIG on
-one by index is an error. Otherwise set `nvidia.com/mig.config.state=pending`, pause the GPU operands by setting
-their `nvidia.com/gpu.deploy.*` labels to `paused-for-mig-change` (labels that are `false` stay `false`;
-`gpu.deploy.client` only when present), wait for their pods to leave the node (the operands' own pods by their
-`app` label, and in every namespace the DaemonSet pods whose node selector names `nvidia.com/gpu.deploy.client`;
-a pod still Terminating counts as there), delete the CUDA and device-plugin validator pods, stop the host's GPU
-clients when `WITH_SHUTDOWN_HOST_GPU_CLIENTS` asks for it (:mod:`.host_clients`; with the kubelet among them
-when the MIG mode changes, then a pause for the driver to let go of the GPUs), then apply: destroy every
-compute and GPU instance, set the MIG mode, create the new instances, then refresh CDI when it is on
-(:mod:`.cdi`) and start the host clients again (on the failure paths too). On success the operator validator pod is
-deleted (so it revalidates), the labels go back to `true` and the state to `success`. A MIG mode that stays
-pending is retried after a reset of the GPUs; if it is still pending and `WITH_REBOOT` is on, the state is
-`rebooting` and the host reboots with the operands still paused: the next run finishes the change (and restores
-the labels), or fails when the mode is still pending after the reboot. On any other failure the previous
-layout is put back, the labels are restored and the state is `failed`, with the reason in the node's
+The sequence is NVIDIA's mig-manager's (mig-parted pkg/mig/reconfigure/reconfigure.go `Run`): read the node's
+labels, validate the config; if the GPUs already match, `success`. GPUs that are not MIG-capable are left out
+where the config says `devices: all` (or disables MIG on them); enabling MIG on one by index is an error.
+Otherwise set `nvidia.com/mig.config.state=pending`, pause the GPU operands through their deploy labels
+(:mod:`.operand_labels`), wait for their pods to leave the node (the operands' own pods by their `app` label, and
+in every namespace the DaemonSet pods whose node selector names `nvidia.com/gpu.deploy.client`; a pod still
+Terminating counts as there), delete the CUDA and device-plugin validator pods, stop the host's GPU clients when
+`WITH_SHUTDOWN_HOST_GPU_CLIENTS` asks for it (:mod:`.host_clients`; with the kubelet among them when the MIG mode
+changes, then a pause for the driver to let go of the GPUs), then apply: destroy every compute and GPU instance,
+set the MIG mode, create the new instances, then refresh CDI when it is on (:mod:`.cdi`) and start the host
+clients again (on the failure paths too). On success the operator validator pod is deleted (so it
+revalidates). A MIG mode that stays pending is retried after a reset of the GPUs; if it is still pending and
+`WITH_REBOOT` is on, the state is `rebooting` and the host reboots with the operands still paused: the next run
+finishes the change, or fails when the mode is still pending after the reboot. On any other failure the
+previous layout is put back and the state is `failed`, with the reason in the node's
 `nvidia.com/mig.config.state.reason` annotation (removed again by the next success).
+
+Every end but `rebooting` is NVIDIA's `setState`: the operand labels get their values from before the change
+back (also in the already-applied path and on a failure before anything was paused), then the state is written.
+When the node's labels cannot be read, only `failed` is written: there is nothing to restore from.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gpu_operator.agents.mig_manager.cdi import CdiError
 from gpu_operator.agents.mig_manager.config import GpuLayout, MigConfigError, MigPartedConfig, matches, select
 from gpu_operator.agents.mig_manager.hardware import GpuMigState, MigHardware, MigHardwareError, MigModePending
 from gpu_operator.agents.mig_manager.host_clients import HostClientsError, HostGpuClients
+from gpu_operator.agents.mig_manager.operand_labels import CLIENT_LABEL, DEPLOY_LABELS, PAUSED, OperandLabels
 
 __all__ = [
     "CLIENT_LABEL",
@@ -52,21 +56,6 @@ _log = logging.getLogger(__name__)
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
 REASON_ANNOTATION = "nvidia.com/mig.config.state.reason"
-PAUSED = "paused-for-mig-change"
-
-#: Operand deploy label -> the `app` label of the pods it controls (the client label selects DaemonSets itself).
-DEPLOY_LABELS: dict[str, str | None] = {
-    "nvidia.com/gpu.deploy.device-plugin": "nvidia-device-plugin-daemonset",
-    "nvidia.com/gpu.deploy.gpu-feature-discovery": "gpu-feature-discovery",
-    "nvidia.com/gpu.deploy.dcgm-exporter": "nvidia-dcgm-exporter",
-    "nvidia.com/gpu.deploy.dcgm": "nvidia-dcgm",
-    "nvidia.com/gpu.deploy.nvsm": None,
-    "nvidia.com/gpu.deploy.client": None,
-}
-#: Labels paused only when present on the node.
-_ONLY_IF_PRESENT = frozenset({"nvidia.com/gpu.deploy.client"})
-#: The node-selector key of third-party GPU clients' DaemonSets, whose pods are waited for in every namespace.
-CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
 #: Validator pods deleted before the change, and the one deleted after it (on DRA pools, its `-dra` twin).
 _VALIDATORS_BEFORE = ("nvidia-cuda-validator", "nvidia-device-plugin-validator")
 _VALIDATOR_AFTER = "nvidia-operator-validator,nvidia-operator-validator-dra"
@@ -144,20 +133,6 @@ class Reconfigurer:
 
     # -- operands ------------------------------------------------------------------------------------------
 
-    def _pause(self, labels: Mapping[str, str]) -> dict[str, str]:
-        """Pause the operands; returns what each paused label is restored to."""
-        restore: dict[str, str] = {}
-        for label in DEPLOY_LABELS:
-            value = labels.get(label)
-            if value is None and label in _ONLY_IF_PRESENT:
-                continue
-            if value == "false":
-                continue
-            restore[label] = "true"
-        if restore:
-            self._patch({label: PAUSED for label in restore})
-        return restore
-
     def _node_pods(self, apps: list[str]) -> list[dict[str, object]]:
         return self._kube.list(
             PODS, self._settings.namespace, labels={"app": apps}, fields={"spec.nodeName": self._settings.node}
@@ -176,7 +151,7 @@ class Reconfigurer:
                 found.append(pod)
         return found
 
-    def _wait_for_operands(self, paused: Mapping[str, str]) -> None:
+    def _wait_for_operands(self, paused: frozenset[str]) -> None:
         """Until the paused operands' pods and the GPU clients' DaemonSet pods have left the node (Terminating
         ones included), or `pod_timeout` passes."""
         apps = [app for label, app in DEPLOY_LABELS.items() if app is not None and label in paused]
@@ -275,63 +250,29 @@ class Reconfigurer:
     def reconfigure(self, name: str) -> str:
         """Apply config `name`; returns the final state: `success`, `failed`, or `rebooting` (host going down)."""
         try:
-            gpus = self._hardware.gpus()
-            plan = self._plan(name, gpus)
-        except (MigConfigError, MigHardwareError, pynvml.NVMLError) as error:
-            self._set_state("failed", str(error))
-            return "failed"
-        try:
             labels = self._labels()
         except KubeError as error:
             _log.error("cannot read node %s: %s", self._settings.node, error)
             self._try_failed(f"cannot read the node's labels: {error}")
             return "failed"
+        operands = OperandLabels.read(labels)
+        try:
+            gpus = self._hardware.gpus()
+            plan = self._plan(name, gpus)
+        except (MigConfigError, MigHardwareError, pynvml.NVMLError) as error:
+            return self._finish(operands, "failed", str(error))
         if self._matches(plan, gpus):
-            self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
-            self._set_state("success")
-            return "success"
-        if labels.get(STATE_LABEL) == "rebooting" and self._mode_change(plan, gpus):
-            self._restore({k: "true" for k, v in labels.items() if k in DEPLOY_LABELS and v == PAUSED})
-            self._set_state("failed", f"the MIG mode of {name!r} is still pending after the reboot")
-            return "failed"
+            return self._finish(operands, "success")
         mode_change = self._mode_change(plan, gpus)
+        if labels.get(STATE_LABEL) == "rebooting" and mode_change:
+            return self._finish(operands, "failed", f"the MIG mode of {name!r} is still pending after the reboot")
         try:
             self._set_state("pending")
         except KubeError as error:
-            self._try_failed(f"cannot set {STATE_LABEL}=pending: {error}")
-            return "failed"
-        paused: dict[str, str] = {}
+            return self._finish(operands, "failed", f"cannot set {STATE_LABEL}=pending: {error}")
         try:
-            paused = self._pause(labels)
-            self._wait_for_operands(paused)
-            for app in _VALIDATORS_BEFORE:
-                self._delete_pods(app)
-            if self._clients is not None:
-                kubelet = self._settings.kubelet_service
-                self._clients.stop(also=(kubelet,) if mode_change and kubelet else ())
-                if mode_change:
-                    self._sleep(self._settings.host_clients_settle)
-            try:
-                self._apply(plan, gpus)
-            except MigModePending as error:
-                if not (self._settings.with_reboot and self._reboot is not None):
-                    raise self._rollback(gpus, name, error) from error
-                self._set_state("rebooting", f"{error}; rebooting the node")
-                try:
-                    self._reboot()
-                except MigHardwareError as reboot_error:
-                    raise self._rollback(gpus, name, reboot_error) from reboot_error
+            if self._change(name, plan, gpus, operands, mode_change):
                 return "rebooting"
-            except (MigHardwareError, pynvml.NVMLError) as error:
-                raise self._rollback(gpus, name, error) from error
-            if self._after_apply is not None:
-                self._after_apply()
-            if self._clients is not None:
-                try:
-                    self._clients.restart()
-                except HostClientsError as error:
-                    raise ReconfigureFailed(f"{name!r} was applied, but {error}") from error
-            self._delete_pods(_VALIDATOR_AFTER)
         except (ReconfigureFailed, KubeError, CdiError, HostClientsError) as error:
             reason = str(error)
             if self._clients is not None and self._clients.stopped:
@@ -339,19 +280,56 @@ class Reconfigurer:
                     self._clients.restart()
                 except HostClientsError as restart_error:
                     reason += f"; {restart_error}"
-            self._restore(paused)
-            self._set_state("failed", reason)
-            return "failed"
-        self._restore(paused)
-        self._set_state("success")
-        return "success"
+            return self._finish(operands, "failed", reason)
+        return self._finish(operands, "success")
+
+    def _change(self, name: str, plan: Mapping[int, GpuLayout], gpus: list[GpuMigState], operands: OperandLabels,
+                mode_change: bool) -> bool:
+        """Pause, stop the host clients, apply, start them again; True when the host is rebooting to finish."""
+        pause = operands.pause()
+        if pause:
+            self._patch(pause)
+        self._wait_for_operands(operands.paused)
+        for app in _VALIDATORS_BEFORE:
+            self._delete_pods(app)
+        if self._clients is not None:
+            kubelet = self._settings.kubelet_service
+            self._clients.stop(also=(kubelet,) if mode_change and kubelet else ())
+            if mode_change:
+                self._sleep(self._settings.host_clients_settle)
+        try:
+            self._apply(plan, gpus)
+        except MigModePending as error:
+            if not (self._settings.with_reboot and self._reboot is not None):
+                raise self._rollback(gpus, name, error) from error
+            self._set_state("rebooting", f"{error}; rebooting the node")
+            try:
+                self._reboot()
+            except MigHardwareError as reboot_error:
+                raise self._rollback(gpus, name, reboot_error) from reboot_error
+            return True
+        except (MigHardwareError, pynvml.NVMLError) as error:
+            raise self._rollback(gpus, name, error) from error
+        if self._after_apply is not None:
+            self._after_apply()
+        if self._clients is not None:
+            try:
+                self._clients.restart()
+            except HostClientsError as error:
+                raise ReconfigureFailed(f"{name!r} was applied, but {error}") from error
+        self._delete_pods(_VALIDATOR_AFTER)
+        return False
+
+    def _finish(self, operands: OperandLabels, state: str, reason: str | None = None) -> str:
+        """Every operand label back to its value from before the change, then the final state."""
+        restore = operands.restore()
+        if restore:
+            self._patch(restore)
+        self._set_state(state, reason)
+        return state
 
     def _try_failed(self, reason: str) -> None:
         try:
             self._set_state("failed", reason)
         except KubeError as error:
             _log.error("cannot set %s=failed on node %s: %s", STATE_LABEL, self._settings.node, error)
-
-    def _restore(self, paused: Mapping[str, str]) -> None:
-        if paused:
-            self._patch(dict(paused))
