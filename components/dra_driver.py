@@ -25,7 +25,7 @@ from gpu_operator.components.component_args import required
 from gpu_operator.components.kubernetes_objects import child_options, register_chart, register_object
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.config.dra import dra_node_pools
-from gpu_operator.dra.driver import DEVICE_CLASSES
+from gpu_operator.facts.dra_driver import DEVICE_CLASSES
 from gpu_operator.render.dra import render_dra
 
 __all__ = ["DraDriver", "DraDriverArgs", "TOKEN"]

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_operator.facts.quantity import QuantityError
 from gpu_operator.render.helm_chart import HelmChart
-from gpu_operator.render.quantity import QuantityError
 from gpu_operator.render.stored import as_stored
 
 __all__ = ["child_options", "register_chart", "register_object", "resource_class", "logical_name",

@@ -64,7 +64,7 @@ SHIPPED_AGENTS: frozenset[str] = frozenset(
 )
 
 # ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.
-_ACR_NAME = re.compile(r"^[A-Za-z0-9]{5,50}$")
+_ACR_NAME = re.compile(r"^[A-Za-z0-9]{5,50}\Z")
 _NEEDS_IMAGE = (
     "needs the agents image, which nobody publishes for you: set agents.image to an image you pushed "
     "(build it with `make image`), or agents.build to have the stack build and push it"

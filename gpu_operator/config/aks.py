@@ -47,9 +47,9 @@ Credentials = Literal["admin", "user", "exec"]
 #: kubelogin's `--login` methods.
 KubeloginMode = Literal["azurecli", "workloadidentity", "spn", "msi", "devicecode", "interactive", "azd"]
 
-_RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
-_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$")
-_DNS_PREFIX = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-a-zA-Z0-9]{0,52}[a-zA-Z0-9]$")
+_RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}\Z")
+_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9]\Z|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]\Z")
+_DNS_PREFIX = re.compile(r"^[a-zA-Z0-9]\Z|^[a-zA-Z0-9][-a-zA-Z0-9]{0,52}[a-zA-Z0-9]\Z")
 
 
 def check_resource_group(value: str) -> str:

@@ -37,7 +37,7 @@ __all__ = [
 #: (value, path) → the problems of that value; `path` is the dotted key in the config document.
 Shape = Callable[[Any, str], list[Problem]]
 
-_TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$")
+_TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)\Z")
 _AFFINITY_KEYS = frozenset({"nodeAffinity", "podAffinity", "podAntiAffinity"})
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 

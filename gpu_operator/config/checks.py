@@ -36,7 +36,7 @@ _PLUGIN_POD_VOLUMES = frozenset({
     "config", "device-plugin", "run-nvidia-validations", "driver-install-dir", "host-root", "cdi-root", "mps-root",
     "mps-shm", "run-nvidia", "host-sys", "output-dir", "nvidia-device-plugin-entrypoint",
 })
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 #: NVIDIA's driver image, whose tags exist only for PUBLISHED_DRIVER_OS.
 _NVIDIA_DRIVER = DriverSpec()
 #: ConfigMaps the MIG manager operand creates itself.

@@ -21,14 +21,14 @@ ContainerRuntime = Literal["containerd", "crio", "docker"]
 
 # NVIDIA drops the minor version from the OS tag for these distributions (rhel9, not rhel9.4).
 _MAJOR_ONLY = ("rhel", "rocky", "ol")
-_OS_ID = re.compile(r"^[a-z][a-z0-9._-]*$")
+_OS_ID = re.compile(r"^[a-z][a-z0-9._-]*\Z")
 #: os-release IDs NVIDIA publishes driver images for on nvcr.io (`<version>-ubuntu24.04`, `-rhel9`, `-rocky9`).
 PUBLISHED_DRIVER_OS = ("ubuntu", "rhel", "rocky")
 #: os-release IDs whose driver image NVIDIA's gpu-driver-container repository builds but does not publish: the
 #: image is built from that repository and pushed to the registry `driver.repository` names.
 BUILDABLE_DRIVER_OS = ("azurelinux", "amzn", "centos", "debian", "fedora", "flatcar", "sles", "sl-micro")
 # kernel and OS versions end up as node-label values in DaemonSet node selectors
-_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 
 
 class NodeOperatingSystem(ConfigModel):

@@ -32,7 +32,7 @@ __all__ = [
     "parse_device_plugin_config",
 ]
 
-_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 #: Time-slicing replicas per GPU, at most: AKS runs at most 250 pods on a node (its `maxPods` ceiling), and each
 #: replica is a device for one pod, so more replicas than pods on the node could never all be allocated.
 MAX_TIME_SLICING_REPLICAS = 250

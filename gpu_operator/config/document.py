@@ -94,7 +94,7 @@ class NfdSpec(ConfigModel):
     values: dict[str, Any] = Field(default=NFD_SUBCHART_VALUES, description="values of the node-feature-discovery chart")
 
 
-_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 
 
 def _driver_files(value: dict[str, str] | tuple[str, ...] | None) -> dict[str, str] | tuple[str, ...] | None:

@@ -60,7 +60,7 @@ from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.chart_source import ChartSource, PublishedChart
 from gpu_operator.config.kube import DnsLabel, EnvVar, Quantity
 from gpu_operator.config.pools import GpuAllocation, GpuPool, check_kubernetes_version
-from gpu_operator.dra.driver import CHART, DRA_NODE_LABEL
+from gpu_operator.facts.dra_driver import CHART, DRA_NODE_LABEL
 
 __all__ = [
     "ClaimConfig",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra import ClaimTemplate, dra_node_pools, dra_wanted
 from gpu_operator.config.errors import Problem
-from gpu_operator.dra.driver import (
+from gpu_operator.facts.dra_driver import (
     DEVICE_CLASSES,
     MIN_COMPUTE_DOMAIN_DRIVER,
     MIN_DRIVER_BRANCH,
@@ -190,7 +190,7 @@ def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
                 classes.setdefault(request.name, cls)
                 for s_index, selector in enumerate(exact.selectors):
                     # imported here: CEL's grammar costs 0.1 s at import, for every program, with or without DRA
-                    from gpu_operator.dra.cel import check_expression
+                    from gpu_operator.facts.dra_cel import check_expression
 
                     for message in check_expression(selector.cel.expression, [cls.facts]):
                         yield Problem(f"{where}.{below}.selectors[{s_index}].cel.expression", message)

@@ -77,10 +77,10 @@ CHART_VALUE_KEYS = frozenset({
     "sriov-network-operator", "maintenance-operator-chart", "operator", "imagePullSecrets", "test",
 })
 
-_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_PCI_DEVICE = re.compile(r"^[0-9a-f]{4}$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_PCI_DEVICE = re.compile(r"^[0-9a-f]{4}\Z")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 
 
 def check_resource_name(value: str) -> str:

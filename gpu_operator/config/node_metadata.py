@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from gpu_operator.dra.driver import DRA_NODE_LABEL
+from gpu_operator.facts.dra_driver import DRA_NODE_LABEL
 
 __all__ = [
     "AKS_LABEL_PREFIX",
@@ -32,9 +32,9 @@ __all__ = [
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 _EFFECTS: tuple[TaintEffect, ...] = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
+_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 #: Labels under this prefix are reserved for AKS itself.
 AKS_LABEL_PREFIX = "kubernetes.azure.com/"

@@ -61,14 +61,14 @@ __all__ = [
 #: AKS's convention for GPU pools: nothing lands there without tolerating it.
 DEFAULT_TAINT = "sku=gpu:NoSchedule"
 #: AKS's rule for Linux agent pool names.
-POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-_SURGE = re.compile(r"^([0-9]+|[0-9]+%)$")
+POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
+_SURGE = re.compile(r"^([0-9]+|[0-9]+%)\Z")
 _SUBNET_ID = re.compile(
     r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$",
     re.IGNORECASE,
 )
-_PCI_DEVICE = re.compile(r"^(0x)?[0-9a-fA-F]{4}$")
-_VF_DEVICE = re.compile(r"^[0-9a-f]{4}$")
+_PCI_DEVICE = re.compile(r"^(0x)?[0-9a-fA-F]{4}\Z")
+_VF_DEVICE = re.compile(r"^[0-9a-f]{4}\Z")
 
 Zone = Literal["1", "2", "3"]
 Workload = Literal["container", "vm-passthrough", "vm-vgpu"]
@@ -85,7 +85,7 @@ def check_pool_name(name: str) -> str:
 
 
 def check_kubernetes_version(version: str | None) -> str | None:
-    if version is not None and not KUBERNETES_VERSION.match(version):
+    if version is not None and not KUBERNETES_VERSION.fullmatch(version):
         raise ValueError(f"{version!r} is not a Kubernetes version such as '1.34' or '1.34.2'")
     return version
 

@@ -5,8 +5,8 @@ ResourceClaim instead of counting `nvidia.com/gpu`. NVIDIA's DRA driver (kuberne
 publishes each node's GPUs, MIG devices and ComputeDomain channels as ResourceSlices; the scheduler evaluates the
 claims' CEL selectors against them.
 
-* :mod:`~gpu_operator.dra.driver`: what the driver publishes (drivers, DeviceClasses, attributes, capacities);
-* :mod:`~gpu_operator.dra.cel`: CEL selectors parsed, checked against those attributes, and evaluated;
+* :mod:`~gpu_operator.facts.dra_driver`: what the driver publishes (drivers, DeviceClasses, attributes, capacities);
+* :mod:`~gpu_operator.facts.dra_cel`: CEL selectors parsed, checked against those attributes, and evaluated;
 * :mod:`~gpu_operator.dra.slices`: ResourceSlice-shaped devices for a node read through our NVML layer;
 * :mod:`~gpu_operator.dra.match`: a claim's requests evaluated against such devices (`gpu-operator dra match`).
 

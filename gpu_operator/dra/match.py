@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from gpu_operator.dra.cel import CelError, check_expression, evaluate
-from gpu_operator.dra.driver import DEVICE_CLASSES, DeviceClassFacts, device_class
 from gpu_operator.dra.slices import PublishedDevice
+from gpu_operator.facts.dra_cel import CelError, check_expression, evaluate
+from gpu_operator.facts.dra_driver import DEVICE_CLASSES, DeviceClassFacts, device_class
 
 __all__ = ["ClaimError", "Candidate", "RequestResult", "MatchResult", "match_claim", "claim_spec"]
 

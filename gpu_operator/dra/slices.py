@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpu_operator.dra.cel import Quantity, SemVer
-from gpu_operator.dra.driver import GPU_DRIVER, STANDARD_DOMAIN
+from gpu_operator.facts.dra_cel import Quantity, SemVer
+from gpu_operator.facts.dra_driver import GPU_DRIVER, STANDARD_DOMAIN
 
 __all__ = ["PublishedDevice", "node_devices", "resource_slice", "semantic_version", "architecture_name"]
 

@@ -22,10 +22,10 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
+from gpu_operator.facts.quantity import QuantityError, quantity_value
 from gpu_operator.policy.context import PolicyContext
 from gpu_operator.policy.model import Enforcement, Object, Policy, Severity, chart_name
 from gpu_operator.policy.resources import containers, pod_templates
-from gpu_operator.render.quantity import QuantityError, quantity_value
 
 __all__ = ["FLEET_POLICIES", "PRIVILEGED_OPERANDS"]
 

@@ -2,7 +2,7 @@
 
 Nothing here imports Pulumi or touches the network, so rendering is fast, deterministic and golden-testable.
 The operand registry and the render context are imported on first use, so importing one operand module does not
-import them all, and the config layer can use the leaf module :mod:`gpu_operator.render.quantity` (to refuse a
+import them all, and the config layer can use the leaf module :mod:`gpu_operator.facts.quantity` (to refuse a
 quantity the API server cannot store) without importing the config back.
 """
 

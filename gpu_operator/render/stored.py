@@ -1,7 +1,7 @@
 """Objects written the way the Kubernetes API server stores them, for the fields we set.
 
 The API server does not keep every value as it is sent. It reprints each quantity in its own spelling
-(`1024Mi` → `1Gi`, see :mod:`gpu_operator.render.quantity`), rounds the values of resource lists up to 1m, and
+(`1024Mi` → `1Gi`, see :mod:`gpu_operator.facts.quantity`), rounds the values of resource lists up to 1m, and
 fills defaults into what a request leaves out. Server-side apply and `pulumi refresh` compare what we send with
 what is stored: field by field, and an *atomic* field (a struct or list that apply treats as one value) as a
 whole. So a quantity in another spelling, or an atomic struct that the server completes with a default, differs
@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
-from gpu_operator.render.quantity import canonical_quantity
+from gpu_operator.facts.quantity import canonical_quantity
 
 __all__ = ["ATOMIC_DEFAULTS", "QUANTITIES", "QUANTITY_MAPS", "RESOURCE_LISTS", "as_stored"]
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpu_operator.config.errors import ConfigError, Problem
-from gpu_operator.dra.cel import check_expression, parse_quantity
-from gpu_operator.dra.driver import DEVICE_CLASSES, GPU_DRIVER, STANDARD_DOMAIN, device_class
+from gpu_operator.facts.dra_cel import check_expression, parse_quantity
+from gpu_operator.facts.dra_driver import DEVICE_CLASSES, GPU_DRIVER, STANDARD_DOMAIN, device_class
 
 __all__ = [
     "API_VERSION",

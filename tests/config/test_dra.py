@@ -8,7 +8,7 @@ import pytest
 
 from gpu_operator.config import ConfigError, parse_config
 from gpu_operator.config.dra import EVICTION_LABEL_ENV, dra_node_pools
-from gpu_operator.dra.driver import DRA_NODE_LABEL
+from gpu_operator.facts.dra_driver import DRA_NODE_LABEL
 from tests.config.test_errors import AKS, H100, problems_of, with_pools
 
 H100_DRA = {**H100, "name": "h100dra", "gpuAllocation": "dra"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpu_operator.agents.nvml import open_nvml
-from gpu_operator.dra.cel import Quantity, SemVer
-from gpu_operator.dra.driver import DEVICES, GPU_DRIVER
 from gpu_operator.dra.slices import PublishedDevice, architecture_name, node_devices, resource_slice, semantic_version
+from gpu_operator.facts.dra_cel import Quantity, SemVer
+from gpu_operator.facts.dra_driver import DEVICES, GPU_DRIVER
 from tests.support.schemas import builtin_errors
 
 

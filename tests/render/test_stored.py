@@ -22,11 +22,11 @@ import yaml
 from kubernetes_validate import utils as kv
 
 from gpu_operator.config import load_config, parse_config
+from gpu_operator.facts.quantity import QuantityError, is_canonical
 from gpu_operator.render import render
 from gpu_operator.render.dra import dra_objects
 from gpu_operator.render.monitoring import monitoring_objects
 from gpu_operator.render.network import network_objects
-from gpu_operator.render.quantity import QuantityError, is_canonical
 from gpu_operator.render.stored import as_stored
 from tests.golden.cases import CASES
 from tests.golden.stack_cases import STACK_ENVS

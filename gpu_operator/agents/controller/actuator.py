@@ -37,7 +37,7 @@ from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.kube import pod_facts
 from gpu_operator.agents.driver_manager.settings import DrainOptions
-from gpu_operator.agents.label_selector import LabelSelector
+from gpu_operator.facts.label_selector import LabelSelector
 
 __all__ = ["Actuator", "node_pods"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.agents.driver_manager.settings import DrainOptions
-from gpu_operator.agents.label_selector import LabelSelector, parse_selector
+from gpu_operator.facts.label_selector import LabelSelector, parse_selector
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.upgrade import UpgradePolicy
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpu_operator.agents.label_selector import LabelSelector, parse_selector
 from gpu_operator.agents.options import Option, add_arguments, flag_option, resolve
 from gpu_operator.agents.values import parse_duration
+from gpu_operator.facts.label_selector import LabelSelector, parse_selector
 
 __all__ = ["COMMANDS", "OPTIONS", "DrainOptions", "Settings", "SettingsError", "build_parser", "load_settings"]
 

@@ -38,8 +38,8 @@ __all__ = [
     "DIGEST_PATTERN",
 ]
 
-DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
-_BARE_DIGEST = re.compile(r"^@?(sha256[:@])?[0-9a-fA-F]{64}$")
+DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+_BARE_DIGEST = re.compile(r"^@?(sha256[:@])?[0-9a-fA-F]{64}\Z")
 
 
 def check_image_version(version: str) -> str:

@@ -27,14 +27,14 @@ __all__ = ["check_repository", "check_path", "check_reference", "check_tag_or_di
 #: Longest repository name (domain and path) registries accept.
 MAX_NAME_LENGTH = 255
 
-_PATH_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$")
+_PATH_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*\Z")
 _DOMAIN = re.compile(
     r"^(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*"
-    r"(?::[0-9]+)?$"
+    r"(?::[0-9]+)?\Z"
 )
-_IPV6_DOMAIN = re.compile(r"^\[[0-9A-Fa-f:]+\](?::[0-9]+)?$")
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_IPV6_DOMAIN = re.compile(r"^\[[0-9A-Fa-f:]+\](?::[0-9]+)?\Z")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 _PATH_RULE = "lower-case letters and digits, separated by '.', '_', '__' or '-'"
 
 

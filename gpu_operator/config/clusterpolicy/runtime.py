@@ -30,8 +30,8 @@ __all__ = [
     "check_max_unavailable",
 ]
 
-_DURATION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$")
-_PERCENT = re.compile(r"^[0-9]+%$")
+_DURATION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)\Z")
+_PERCENT = re.compile(r"^[0-9]+%\Z")
 
 
 def check_max_unavailable(value: int | str) -> int | str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import DRA_CHART
-from gpu_operator.dra.driver import DRA_NODE_LABEL
+from gpu_operator.facts.dra_driver import DRA_NODE_LABEL
 from gpu_operator.render.helm_chart import HelmChart, merge_values
 
 __all__ = ["dra_chart", "chart_values", "driver_root"]

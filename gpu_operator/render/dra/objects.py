@@ -13,7 +13,7 @@ from typing import Any
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import ClaimTemplate
-from gpu_operator.dra.driver import DEVICE_CLASSES
+from gpu_operator.facts.dra_driver import DEVICE_CLASSES
 from gpu_operator.render.k8s import Object, metadata
 
 __all__ = ["claim_namespaces", "device_classes", "dra_namespace", "claim_templates"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpu_operator.config.document import GpuStackConfig
-from gpu_operator.render.quantity import canonical_quantity
+from gpu_operator.facts.quantity import canonical_quantity
 
 __all__ = ["ExporterSizing", "SIZINGS", "exporter_resources", "fleet_max_gpus"]
 

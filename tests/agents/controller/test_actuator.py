@@ -12,7 +12,7 @@ from gpu_operator.agents.controller.actuator import Actuator, node_pods
 from gpu_operator.agents.controller.reconcile import PodAction
 from gpu_operator.agents.driver_manager.kube import pod_facts
 from gpu_operator.agents.driver_manager.settings import DrainOptions
-from gpu_operator.agents.label_selector import parse_selector
+from gpu_operator.facts.label_selector import parse_selector
 from tests.agents.driver_manager.test_kube import api_error
 
 OWNER = [OwnerReference(apiVersion="apps/v1", kind="ReplicaSet", name="rs", uid="u", controller=True)]
@@ -42,8 +42,7 @@ class FakeClient:
 
 
 def _actuator(client: FakeClient, **options: Any) -> Actuator:
-    return Actuator(client, "gpu-operator", pod_deletion=DrainOptions(**options), clock=lambda: 100.0,
-                    sleep=lambda _: None)  # type: ignore[arg-type]
+    return Actuator(client, "gpu-operator", pod_deletion=DrainOptions(**options), clock=lambda: 100.0)  # type: ignore[arg-type]
 
 
 def test_gpu_pods_are_evicted_and_the_rest_left() -> None:
@@ -79,8 +78,29 @@ def test_a_disruption_budget_refusal_is_remembered_with_its_time_and_forgotten_a
     actuator = _actuator(client)
     actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
     assert actuator.blocked_since == {"gpu-0": 100.0} and not actuator.refusals
+    assert actuator.waiting_for == {"gpu-0": "a PodDisruptionBudget refused the eviction of ml/train"}
     actuator.forget(["gpu-1"])
-    assert actuator.blocked_since == {}
+    assert actuator.blocked_since == {} and actuator.waiting_for == {}
+
+
+def test_the_step_clock_starts_at_the_first_eviction_and_pods_stuck_terminating_keep_it_running() -> None:
+    """Issue 27 item 4. kubectl's drain.Helper (k8s.io/kubectl/pkg/drain/drain.go `DeleteOrEvictPods` ->
+    `evictPods` with `globalTimeout`, then `waitForDelete`), which k8s-operator-libs pod_manager.go
+    `SchedulePodEviction` runs with `DeletionSpec.TimeoutSecond`: one timeout from the first eviction covers the
+    refusals and the wait for the pods to be gone; a pod stuck Terminating is waited for, and counted."""
+    stuck = _pod("stuck")
+    stuck.metadata.deletionTimestamp = "2026-11-24T00:00:00Z"
+    client = FakeClient([_pod("train"), stuck])
+    now = [100.0]
+    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0])  # type: ignore[arg-type]
+    actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
+    assert client.evicted == ["ml/train"]  # the terminating pod is not evicted again
+    assert actuator.blocked_since == {"gpu-0": 100.0}  # nothing was refused: the clock runs all the same
+    assert actuator.waiting_for == {"gpu-0": "ml/train, ml/stuck still terminating"}
+    client.pods = [stuck]
+    now[0] = 250.0
+    actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
+    assert actuator.blocked_since == {"gpu-0": 100.0} and actuator.waiting_for == {"gpu-0": "ml/stuck still terminating"}
 
 
 def test_counts_follow_the_selectors_and_keep_terminating_pods_until_gone() -> None:
@@ -130,16 +150,16 @@ def test_a_drain_after_a_refused_deletion_starts_its_own_timeout() -> None:
     pod_manager.go updateNodeToDrainOrFailed: the deletion's refusal must not count against the drain."""
     client = FakeClient([_pod("train")], refuse={"train"})
     now = [100.0]
-    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0], sleep=lambda _: None)  # type: ignore[arg-type]
+    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0])  # type: ignore[arg-type]
     actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
     now[0] = 500.0
     actuator.run_pod_action(PodAction("drain", "gpu-0"))
     assert actuator.blocked_since == {"gpu-0": 500.0}
 
 
-def test_a_disruption_budget_is_timed_from_its_first_refusal() -> None:
+def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     """Item 15. The drain helper's Timeout (pod_manager.go SchedulePodEviction) runs from the first eviction
-    attempt; refusals round after round do not restart the clock, and the node fails at first refusal + timeout."""
+    attempt; refusals round after round do not restart the clock, and the node fails at first attempt + timeout."""
     from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts
     from gpu_operator.agents.controller.reconcile import reconcile
     from gpu_operator.agents.controller.settings import ControllerSettings
@@ -148,7 +168,7 @@ def test_a_disruption_budget_is_timed_from_its_first_refusal() -> None:
 
     client = FakeClient([_pod("train")], refuse={"train"})
     now = [1000.0]
-    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0], sleep=lambda _: None)  # type: ignore[arg-type]
+    actuator = Actuator(client, "gpu-operator", clock=lambda: now[0])  # type: ignore[arg-type]
     settings = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(),
                                   pod_deletion=DrainOptions(timeout=300.0))
     nodes = {"gpu-0": NodeFacts("gpu-0", {STATE_LABEL: "pod-deletion-required"}, {}, True)}

@@ -26,9 +26,9 @@ from gpu_operator.agents.driver_manager.labels import (
 )
 from gpu_operator.agents.driver_manager.plan import POLICY_NOTE, Route, classify
 from gpu_operator.agents.driver_manager.pods import PodFacts
-from gpu_operator.agents.label_selector import parse_selector
 from gpu_operator.agents.driver_manager.settings import DrainOptions, Settings
 from gpu_operator.agents.driver_manager.snapshot import HostFacts, NodeFacts, Snapshot
+from gpu_operator.facts.label_selector import parse_selector
 from tests.agents.driver_manager.world import REFUSED, World, drive, gpu_pod, operand_pod
 
 DIGEST = "d" * 64

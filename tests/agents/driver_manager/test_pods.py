@@ -13,8 +13,8 @@ from gpu_operator.agents.driver_manager.pods import (
     stale_operand_pods,
     uses_gpu,
 )
-from gpu_operator.agents.label_selector import parse_selector
 from gpu_operator.agents.driver_manager.settings import DrainOptions
+from gpu_operator.facts.label_selector import parse_selector
 
 PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 CLIENT = "nvidia.com/gpu.deploy.client"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from gpu_operator.config import parse_config
-from gpu_operator.dra.driver import CHART, DEVICE_CLASSES
+from gpu_operator.facts.dra_driver import CHART, DEVICE_CLASSES
 from gpu_operator.render.dra import device_classes, dra_objects, render_dra
 from tests.support.reference import REFERENCE_DATA
 from tests.support.schemas import builtin_errors

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gpu_operator.render.quantity import QuantityError, canonical_quantity, is_canonical, quantity_value
+from gpu_operator.facts.quantity import QuantityError, canonical_quantity, is_canonical, quantity_value
 
 #: TestQuantityParseEmit: written → stored.
 PARSE_EMIT = {

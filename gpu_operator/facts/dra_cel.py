@@ -4,7 +4,7 @@ Kubernetes evaluates each `selectors[].cel.expression` of a DeviceClass or a req
 `device`: `device.driver`, `device.attributes[domain].name` and `device.capacity[domain].name`. A typo in an
 attribute name is not an error there: the attribute is missing on every device, the expression fails at
 scheduling time, and the pod stays Pending. So we parse expressions with a real CEL parser (`celpy`) and check
-every attribute and capacity they read against :mod:`gpu_operator.dra.driver`, before anything is created.
+every attribute and capacity they read against :mod:`gpu_operator.facts.dra_driver`, before anything is created.
 
 Evaluation (for `gpu-operator dra match`) follows Kubernetes' CEL environment (k8s.io/apiserver pkg/cel
 semver.go, quantity.go and library/semverlib.go, quantity.go; k8s.io/dynamic-resource-allocation cel/compile.go):
@@ -32,7 +32,7 @@ import celpy.evaluation
 import celpy.celtypes as ct
 from lark import Tree
 
-from gpu_operator.dra.driver import REMOVED_ATTRIBUTES, DeviceFacts
+from gpu_operator.facts.dra_driver import REMOVED_ATTRIBUTES, DeviceFacts
 
 __all__ = [
     "CelError",

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from gpu_operator.dra.cel import (
+from gpu_operator.facts.dra_cel import (
     CelError,
     Quantity,
     Reference,
@@ -16,7 +16,7 @@ from gpu_operator.dra.cel import (
     parse_quantity,
     references,
 )
-from gpu_operator.dra.driver import DEVICE_CLASSES, DEVICES
+from gpu_operator.facts.dra_driver import DEVICE_CLASSES, DEVICES
 
 GPU = [DEVICES["gpu"]]
 DEVICE = {
