@@ -218,6 +218,26 @@ def _type_errors(tree: Tree) -> list[str]:
     return errors
 
 
+#: What the API server requires a selector to evaluate to (k8s.io/dynamic-resource-allocation cel/compile.go
+#: `CompileCELExpression`: bool, or the unknown type of an attribute, whose value is checked at run time).
+_RESULT_TYPE = "bool"
+
+
+def _result_type_errors(tree: Tree) -> list[str]:
+    """A selector whose value has a fixed type other than bool (a string literal, a capacity, a version) is
+    refused when the claim is created."""
+    node: Any = tree
+    while isinstance(node, Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if isinstance(node, Tree) and node.data in ("relation", "conditionalor", "conditionaland", "unary"):
+        return []
+    found = _static_type(node)
+    if found is None or found == _RESULT_TYPE:
+        return []
+    return [f"is refused by the API server: must evaluate to bool or the unknown type, not {found}; a selector "
+            "is a condition, e.g. a comparison with ==, or a call such as isGreaterThan"]
+
+
 def references(expression: str) -> list[Reference]:
     """Every attribute and capacity the expression reads; CelError when it does not parse."""
     return _tree_references(_parse(expression))[0]
@@ -231,7 +251,7 @@ def check_expression(expression: str, devices: Sequence[DeviceFacts]) -> list[st
     except CelError as error:
         return [str(error)]
     found, problems = _tree_references(tree)
-    problems += _type_errors(tree)
+    problems += _type_errors(tree) + _result_type_errors(tree)
     kinds = "/".join(sorted({facts.kind for facts in devices}))
     for ref in found:
         if ref.map == "attributes":

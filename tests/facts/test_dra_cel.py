@@ -104,3 +104,29 @@ def test_semantic_versions_compare_numerically() -> None:
     assert SemVer("580.95.5").compare(SemVer("580.9.50")) == 1
     with pytest.raises(ValueError, match="semantic version"):
         SemVer("580.95.05")
+
+
+@pytest.mark.parametrize(("expression", "found"), [
+    ("'x'", "string"),
+    ("1", "int"),
+    ("device.capacity['gpu.nvidia.com'].memory", "kubernetes.Quantity"),
+    ("quantity('80Gi')", "kubernetes.Quantity"),
+    ("device.attributes['gpu.nvidia.com'].productName.lowerAscii()", "string"),
+    ("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi'))", "int"),
+])
+def test_a_selector_of_another_fixed_type_than_bool_is_refused(expression: str, found: str) -> None:
+    """k8s.io/dynamic-resource-allocation v0.34 cel/compile.go `CompileCELExpression`: the output type must be
+    bool or dyn ("must evaluate to bool or the unknown type"), so the API server refuses the claim."""
+    assert check_expression(expression, GPU) == [
+        f"is refused by the API server: must evaluate to bool or the unknown type, not {found}; a selector is a "
+        "condition, e.g. a comparison with ==, or a call such as isGreaterThan"]
+
+
+@pytest.mark.parametrize("expression", [
+    "true", "!false", "device.attributes['gpu.nvidia.com'].productName",  # an attribute is dyn: checked at run time
+    "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('40Gi'))",
+    "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')",
+    "device.driver == 'gpu.nvidia.com' || false",
+])
+def test_bool_and_dyn_selectors_pass_the_output_type_rule(expression: str) -> None:
+    assert check_expression(expression, GPU) == []
