@@ -1,9 +1,13 @@
 """Device health from NVML XID events, by NVIDIA's rules, with an opt-in recovery rule of ours.
 
-A thread waits on the NVML layer's event set. A critical XID marks the device it concerns `Unhealthy` (a MIG
-device when the event carries its GPU/compute instance ids, every device of the GPU otherwise), unless the XID
-is one NVIDIA ignores by default because it is an application's fault, not the GPU's (13, 31, 43, 45, 68,
-109). A failing event wait (other than its timeout) marks every device unhealthy, as NVIDIA's plugin does.
+A thread registers the GPUs with the NVML layer's event set, then waits on it. As NVIDIA's plugin does
+(k8s-device-plugin internal/rm/health.go `checkHealth`): a device whose GPU NVML will not watch (its supported
+event types cannot be read, or registering them fails other than with "not supported", which only means a GPU
+too old for events) is `Unhealthy` from the start; an event set that cannot be created leaves health checks off
+(logged). A critical XID marks the device it concerns `Unhealthy` (a MIG device when the event carries its
+GPU/compute instance ids, every device of the GPU otherwise), unless the XID is one NVIDIA ignores by default
+because it is an application's fault, not the GPU's (13, 31, 43, 45, 68, 109); a critical XID whose device NVML
+cannot name marks every device unhealthy, and so does a failing event wait (other than its timeout).
 
 The two variables are read as NVIDIA's plugin reads them: each is lower-cased and split at commas, and each
 item, trimmed, is `all` or `xids` (the whole variable then means *all XIDs*, whatever else it lists), empty
@@ -16,7 +20,8 @@ for *all* in both variables, as it does in NVIDIA's plugin.
 Recovery: like NVIDIA's plugin, by default a device marked unhealthy stays unhealthy until the plugin restarts
 (an XID may mean the GPU needs a reset, which only a person or a restart should answer). Opting in with
 `--health-recovery-period` (a positive duration) marks a device healthy again once no critical XID has arrived
-for it for that long *and* NVML still answers for its GPU (a GPU that fell off the bus stays unhealthy).
+for it for that long *and* NVML still answers for its GPU (a GPU that fell off the bus stays unhealthy). A
+device that was unhealthy from the start (lost, or not watched) never recovers: no XID can say it is quiet.
 """
 
 from __future__ import annotations
@@ -144,9 +149,9 @@ class HealthMonitor:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
 
-    def _mark(self, uuids: Sequence[str], why: str) -> None:
+    def _mark(self, uuids: Sequence[str], why: str, *, recoverable: bool = True) -> None:
         before = self.unhealthy
-        now = self._clock()
+        now = self._clock() if recoverable else None
         for uuid in uuids:
             self._last_xid[uuid] = now
         if self.unhealthy != before:
@@ -159,9 +164,25 @@ class HealthMonitor:
             if event.kind is EventKind.XID:
                 _log.info("ignoring XID %d on %s", event.data, event.uuid)
             return
+        if event.uuid is None:
+            self._mark(list(self._devices), f"XID {event.data} from a device NVML cannot name")
+            return
         hit = [u for u, d in self._devices.items() if _concerns(event, d)]
         if hit:
             self._mark(hit, f"XID {event.data}")
+
+    def watch(self) -> bool:
+        """Register for events; mark the devices of GPUs NVML will not watch. False when no event set exists."""
+        try:
+            unwatched = self._nvml.watch_events()
+        except NvmlError as error:
+            _log.error("failed to start health checks: %s; continuing with health checks disabled", error)
+            return False
+        devices = [u for u, d in self._devices.items() if d.gpu_uuid in unwatched]
+        if devices:
+            why = "; ".join(f"{gpu}: {error}" for gpu, error in sorted(unwatched.items()))
+            self._mark(devices, f"not watched for XIDs: {why}", recoverable=False)
+        return True
 
     def _alive_gpus(self) -> set[str] | None:
         try:
@@ -190,6 +211,8 @@ class HealthMonitor:
             self._on_change(self.unhealthy)
 
     def _run(self) -> None:
+        if not self.watch():
+            return
         while not self._stop.is_set():
             try:
                 event = self._nvml.wait_event(WAIT_MS)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Self
 
 from gpu_operator.agents.nvml.discovery import DiscoveredGpu, discover_gpu, text
+from gpu_operator.agents.nvml.errors import NvmlError
 from gpu_operator.agents.nvml.event_watch import EventWatch
 from gpu_operator.agents.nvml.events import DeviceEvent
 from gpu_operator.agents.nvml.inventory import GpuInfo, SystemInfo
@@ -101,13 +102,22 @@ class LibraryNvml:
                     )
             return tuple(samples)
 
+    def _watched(self) -> tuple[DiscoveredGpu, ...]:
+        known = self._known()
+        if not self._events.registered:
+            self._events.register([(g.info.index, g.handle) for g in known if g.handle is not None and not g.info.lost])
+        return known
+
+    def watch_events(self) -> dict[str, NvmlError]:
+        with self._lock:
+            known = self._watched()
+            unwatched = self._events.unwatched
+            return {g.info.uuid: unwatched[g.info.index] for g in known
+                    if g.info.uuid is not None and g.info.index in unwatched}
+
     def wait_event(self, timeout_ms: int) -> DeviceEvent | None:
         with self._lock:
-            known = self._known()
-            if not self._events.registered:
-                self._events.register(
-                    [(g.info.index, g.handle) for g in known if g.handle is not None and not g.info.lost]
-                )
+            known = self._watched()
             index_by_uuid = {g.info.uuid: g.info.index for g in known if g.info.uuid is not None}
         return self._events.wait(timeout_ms, index_by_uuid)
 

@@ -42,5 +42,8 @@ class EmptyNvml:
         time.sleep(timeout_ms / 1000)
         return None
 
+    def watch_events(self) -> dict[str, NvmlError]:
+        return {}
+
     def close(self) -> None:
         return None

@@ -22,7 +22,7 @@ import grpc
 
 from gpu_operator.agents.device_plugin import deviceplugin_pb2 as pb
 from gpu_operator.agents.device_plugin import deviceplugin_pb2_grpc as pb_grpc
-from gpu_operator.agents.nvml import DeviceEvent, EventKind, GpuInfo, GpuSample, Nvml, SystemInfo, open_nvml
+from gpu_operator.agents.nvml import DeviceEvent, EventKind, GpuInfo, GpuSample, Nvml, NvmlError, SystemInfo, open_nvml
 
 __all__ = ["FakeKubelet", "PluginClient", "InjectableNvml", "short_tempdir", "xid", "TIMEOUT"]
 
@@ -135,11 +135,13 @@ def xid(gpu: GpuInfo, number: int, gpu_instance: int | None = None, compute_inst
 
 
 class InjectableNvml:
-    """A simulated node (`fake:<profile>`) whose `wait_event` returns the injected events."""
+    """A simulated node (`fake:<profile>`) whose `wait_event` returns the injected events and whose
+    `watch_events` answers `unwatched`."""
 
     def __init__(self, profile: str) -> None:
         self._inner: Nvml = open_nvml(f"fake:{profile}")
         self.events: queue.Queue[DeviceEvent] = queue.Queue()
+        self.unwatched: dict[str, NvmlError] = {}
         self.pci = self._inner.pci
 
     def system(self) -> SystemInfo:
@@ -159,6 +161,9 @@ class InjectableNvml:
             return self.events.get(timeout=timeout_ms / 1000)
         except queue.Empty:
             return None
+
+    def watch_events(self) -> dict[str, NvmlError]:
+        return self.unwatched
 
     def close(self) -> None:
         self._inner.close()

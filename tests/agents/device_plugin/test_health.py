@@ -1,4 +1,5 @@
-"""Health: which XIDs count, the two variables, recovery after a quiet period, and the simulated NVML's own events."""
+"""Health: which XIDs count, the two variables, recovery after a quiet period, GPUs NVML will not watch, XIDs
+from a device NVML cannot name, and the simulated NVML's own events."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu_operator.agents.device_plugin.devices import build_resources
+from gpu_operator.agents.device_plugin.devices import PluginDevice, build_resources
 from gpu_operator.agents.device_plugin.health import DEFAULT_IGNORED_XIDS, HealthMonitor, HealthPolicy, health_policy
-from gpu_operator.agents.device_plugin.settings import Settings, resolve_settings
-from gpu_operator.agents.nvml import GpuInfo, NvmlError, open_nvml
+from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings, resolve_settings
+from gpu_operator.agents.nvml import DeviceEvent, EventKind, GpuInfo, Nvml, NvmlError, open_nvml
 from tests.agents.device_plugin.harness import InjectableNvml, xid
 
 
@@ -170,17 +171,130 @@ def test_a_failing_event_wait_marks_every_device_unhealthy() -> None:
     assert changes[0] == {g.uuid for g in nvml.devices()}
 
 
-def test_the_simulated_nvmls_xid_reaches_the_monitor(tmp_path: Path) -> None:
-    profile = tmp_path / "xid.yaml"
-    profile.write_text("extends: h100-8x\nfaults:\n  xids:\n    - {gpu: 6, xid: 13}\n    - {gpu: 3, xid: 79}\n")
-    nvml = open_nvml(f"fake:{profile}")
-    devices = [d for r in build_resources(nvml.devices(), Settings()) for d in r.devices]
-    changed = threading.Event()
-    monitor = HealthMonitor(nvml, devices, HealthPolicy(recovery_period=0), lambda _: changed.set())
+def _simulated(tmp_path: Path, base: str, faults: str) -> Nvml:
+    profile = tmp_path / "faulty.yaml"
+    profile.write_text(f"extends: {base}\nfaults:\n{faults}")
+    return open_nvml(f"fake:{profile}")
+
+
+def _devices(nvml: Nvml, settings: Settings) -> list[PluginDevice]:
+    return [d for r in build_resources(nvml.devices(), settings) for d in r.devices]
+
+
+def _changes(nvml: Nvml, count: int) -> list[frozenset[str]]:
+    """The first `count` health changes a started monitor of every device reports (then it stops)."""
+    changes: list[frozenset[str]] = []
+    enough = threading.Event()
+
+    def changed(unhealthy: frozenset[str]) -> None:
+        changes.append(unhealthy)
+        if len(changes) == count:
+            enough.set()
+
+    monitor = HealthMonitor(nvml, _devices(nvml, Settings()), HealthPolicy(), changed)
     monitor.start()
     try:
-        assert changed.wait(10)
+        assert enough.wait(10), changes
     finally:
         monitor.stop()
         nvml.close()
-    assert monitor.unhealthy == {devices[3].uuid}  # XID 79 on GPU 3 counts, XID 13 on GPU 6 does not
+    return changes
+
+
+def test_the_simulated_nvmls_xid_reaches_the_monitor(tmp_path: Path) -> None:
+    nvml = _simulated(tmp_path, "h100-8x", "  xids:\n    - {gpu: 6, xid: 13}\n    - {gpu: 3, xid: 79}\n")
+    gpus = nvml.devices()
+    assert _changes(nvml, 1) == [{gpus[3].uuid}]  # XID 79 on GPU 3 counts, XID 13 on GPU 6 does not
+
+
+@pytest.mark.parametrize(
+    ("faults", "unhealthy_gpus"),
+    [
+        ("  failing: [{gpus: [2], calls: [nvmlDeviceRegisterEvents], error: UNKNOWN}]\n", {2}),
+        ("  failing: [{gpus: [1, 6], calls: [nvmlDeviceGetSupportedEventTypes], error: UNKNOWN}]\n", {1, 6}),
+        ("  notSupported: [{gpus: [4], calls: [nvmlDeviceGetSupportedEventTypes]}]\n", {4}),
+        # too old to support health checking: left healthy
+        ("  notSupported: [{gpus: [3], calls: [nvmlDeviceRegisterEvents]}]\n", set()),
+    ],
+)
+@pytest.mark.parametrize(("base", "strategy"), [("h100-8x", MigStrategy.NONE), ("a100-8x-mig", MigStrategy.MIXED)])
+def test_a_gpu_whose_event_registration_fails_is_unhealthy_from_the_start(
+    tmp_path: Path, faults: str, unhealthy_gpus: set[int], base: str, strategy: MigStrategy
+) -> None:
+    """Every device of a GPU NVML will not watch is Unhealthy before any event; a GPU too old for events is not.
+
+    NVIDIA k8s-device-plugin v0.20.0 internal/rm/health.go `checkHealth`: a failing `GetSupportedEventTypes`
+    ("unable to determine the supported events ... marking it as unhealthy") and a `RegisterEvents` that returns
+    neither SUCCESS nor ERROR_NOT_SUPPORTED ("Marking device %v as unhealthy") send the device to `unhealthy`;
+    ERROR_NOT_SUPPORTED only logs "too old to support healthchecking". MIG devices of that GPU go with it.
+    """
+    nvml = _simulated(tmp_path, base, faults)
+    gpus = nvml.devices()
+    devices = _devices(nvml, Settings(mig_strategy=strategy))
+    changes: list[frozenset[str]] = []
+    monitor = HealthMonitor(nvml, devices, HealthPolicy(recovery_period=1), changes.append, clock=_Clock())
+    try:
+        assert monitor.watch()
+    finally:
+        nvml.close()
+    expected = {d.uuid for d in devices if d.gpu_uuid in {gpus[i].uuid for i in unhealthy_gpus}}
+    assert monitor.unhealthy == expected
+    assert changes == ([expected] if expected else [])
+    assert strategy is MigStrategy.NONE or all(d.is_mig for d in devices)
+
+
+def test_an_unwatched_device_does_not_recover_after_a_quiet_period() -> None:
+    """No XID can arrive for a GPU NVML does not watch, so the opt-in recovery never clears it."""
+    nvml, clock = InjectableNvml("h100-8x"), _Clock()
+    gpu = nvml.devices()[2]
+    nvml.unwatched = {gpu.uuid: NvmlError("Unknown Error", 999)}
+    monitor, _ = _monitor(nvml, 10, clock)
+    assert monitor.watch()
+    clock.now += 1e6
+    monitor.recover()
+    assert monitor.unhealthy == {gpu.uuid}
+
+
+def test_without_an_event_set_health_checks_are_off() -> None:
+    """An event set that cannot be created turns health checking off for the plugin's life, logged, with every
+    device left healthy.
+
+    NVIDIA k8s-device-plugin v0.20.0 internal/rm/health.go `checkHealth` returns "failed to create event set",
+    and internal/plugin/server.go `Start` logs "continuing with health checks disabled".
+    """
+    nvml = InjectableNvml("h100-8x")
+
+    def no_event_set() -> dict[str, NvmlError]:
+        raise NvmlError("Insufficient Resources", 17)
+
+    def waited(timeout_ms: int) -> None:
+        raise AssertionError("waited for events without an event set")
+
+    nvml.watch_events = no_event_set  # type: ignore[method-assign]
+    nvml.wait_event = waited  # type: ignore[method-assign]
+    monitor, changes = _monitor(nvml, 0, _Clock())
+    assert not monitor.watch()
+    monitor._run()  # returns at once: no waiting, no marking
+    assert changes == [] and monitor.unhealthy == frozenset()
+
+
+def test_a_critical_xid_whose_device_cannot_be_named_marks_every_device() -> None:
+    """NVIDIA k8s-device-plugin v0.20.0 internal/rm/health.go `checkHealth`: when `e.Device.GetUUID()` fails for
+    an XID that is not skipped, "Marking all devices as unhealthy"; non-XID events and ignored XIDs are skipped
+    before that."""
+    nvml = InjectableNvml("h100-8x")
+    monitor, changes = _monitor(nvml, 0, _Clock())
+    monitor.handle(DeviceEvent(EventKind.XID, 8, 13, None, None))  # an application XID: ignored
+    monitor.handle(DeviceEvent(EventKind.DOUBLE_BIT_ECC, 2, 0, None, None))  # not an XID
+    assert changes == []
+    monitor.handle(DeviceEvent(EventKind.XID, 8, 79, None, None))
+    assert changes == [{g.uuid for g in nvml.devices()}]
+
+
+def test_the_simulated_nvmls_unnamed_xid_reaches_the_monitor(tmp_path: Path) -> None:
+    """Through the simulated NVML: an ignored unnamed XID changes nothing, a named one marks its GPU, an unnamed
+    critical one every GPU (internal/rm/health.go `checkHealth`, as above)."""
+    nvml = _simulated(tmp_path, "h100-8x", "  xids:\n    - {gpu: 3, xid: 13, unidentified: true}\n"
+                                           "    - {gpu: 5, xid: 79}\n    - {gpu: 6, xid: 79, unidentified: true}\n")
+    gpus = nvml.devices()
+    assert _changes(nvml, 2) == [{gpus[5].uuid}, {g.uuid for g in gpus}]

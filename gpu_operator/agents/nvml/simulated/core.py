@@ -67,6 +67,11 @@ class SimulatedCore:
         self._lost = frozenset(profile.faults.lost_gpus)
         self._unsupported_calls = self._per_gpu(lambda m: m.unsupported.calls, lambda f: f.calls)
         self._unsupported_fields = self._per_gpu(lambda m: m.unsupported.fields, lambda f: f.fields)
+        self._failing_calls = [
+            {call: getattr(pynvml, f"NVML_ERROR_{f.error}") for f in profile.faults.failing
+             if f.gpus is None or index in f.gpus for call in f.calls}
+            for index in range(len(profile.gpus))
+        ]
         self._lock = threading.Lock()
 
     def _per_gpu(
@@ -101,6 +106,8 @@ class SimulatedCore:
         gpu = self.profile.gpus[index]
         if name in self._unsupported_calls[index]:
             fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if name in self._failing_calls[index]:
+            fail(self._failing_calls[index][name])
         if name in _MIG_MODE_UNSUPPORTED and gpu.mig is not None and gpu.mig.current:
             fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return index, gpu, self.profile.model_of(index)

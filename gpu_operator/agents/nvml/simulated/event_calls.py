@@ -2,7 +2,8 @@
 
 A GPU registers for the event types it supports (XID critical errors, double- and single-bit ECC). Each XID
 fault of the profile is handed out by exactly one `nvmlEventSetWait` on a set its GPU registered with; a wait
-with nothing to deliver sleeps for its timeout and fails with "timeout", like NVML's.
+with nothing to deliver sleeps for its timeout and fails with "timeout", like NVML's. An `unidentified` fault
+comes with a device handle that no call accepts.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class EventCalls(SimulatedCore):
             self._sleep(timeout_ms / 1000)
             fail(pynvml.NVML_ERROR_TIMEOUT)
         return EventRecord(
-            device=GpuHandle(fault.gpu),
+            device=None if fault.unidentified else GpuHandle(fault.gpu),
             eventType=pynvml.nvmlEventTypeXidCriticalError,
             eventData=fault.xid,
             gpuInstanceId=NO_INSTANCE if fault.gpu_instance is None else fault.gpu_instance,

@@ -3,9 +3,9 @@
 A profile is a YAML document describing one node: the driver (versions), the GPU models it holds (name as NVML
 reports it, PCI ids, compute capability, memory, NVLinks, MIG GPU-instance profiles, fields the model lacks,
 ranges for its time-varying values), the GPUs themselves (UUID, serial, PCI address, MIG layout) and optional
-faults (a GPU that is lost, XID events to deliver, calls or fields that answer "not supported", an NVML init
-error). Profiles ship in the package (`gpu_operator/agents/nvml/profiles/<name>.yaml`) and can be loaded
-from any path.
+faults (a GPU that is lost, XID events to deliver, calls or fields that answer "not supported", calls that fail
+with another NVML error, an NVML init error). Profiles ship in the package
+(`gpu_operator/agents/nvml/profiles/<name>.yaml`) and can be loaded from any path.
 
 `extends: <name or relative path>` starts from another profile and merges this one over it (mappings merge
 key by key, everything else replaces), which keeps fault scenarios to a few lines. Top-level keys starting
@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+import pynvml
 import yaml
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -34,6 +35,7 @@ __all__ = [
     "SimulatedGpu",
     "XidFault",
     "NotSupportedFault",
+    "FailingCall",
     "Faults",
     "VgpuHost",
     "Driver",
@@ -195,12 +197,17 @@ class SimulatedGpu(_Spec):
 
 
 class XidFault(_Spec):
-    """An XID error delivered once through the event set (to MIG instances when ids are given)."""
+    """An XID error delivered once through the event set (to MIG instances when ids are given).
+
+    `unidentified`: NVML cannot name the device the event came from (`nvmlDeviceGetUUID` fails on the event's
+    device handle), as for a GPU that falls off the bus as it raises the XID.
+    """
 
     gpu: int
     xid: int
     gpu_instance: int | None = None
     compute_instance: int | None = None
+    unidentified: bool = False
 
 
 class NotSupportedFault(_Spec):
@@ -209,6 +216,22 @@ class NotSupportedFault(_Spec):
     gpus: tuple[int, ...] | None = None
     calls: tuple[str, ...] = ()
     fields: tuple[int, ...] = ()
+
+
+class FailingCall(_Spec):
+    """Calls that fail with an NVML error (`error`: a name such as UNKNOWN, as in NVML_ERROR_UNKNOWN) on the listed
+    GPUs (all GPUs when omitted)."""
+
+    gpus: tuple[int, ...] | None = None
+    calls: tuple[str, ...]
+    error: str = "UNKNOWN"
+
+    @field_validator("error")
+    @classmethod
+    def _nvml_error(cls, value: str) -> str:
+        if not isinstance(getattr(pynvml, f"NVML_ERROR_{value}", None), int):
+            raise ValueError(f"{value!r} is not an NVML error name (NVML_ERROR_<name>, such as UNKNOWN)")
+        return value
 
 
 class Faults(_Spec):
@@ -223,6 +246,7 @@ class Faults(_Spec):
     mig_permission: tuple[int, ...] = ()
     xids: tuple[XidFault, ...] = ()
     not_supported: tuple[NotSupportedFault, ...] = ()
+    failing: tuple[FailingCall, ...] = ()
 
 
 class VgpuHost(_Spec):
@@ -274,7 +298,7 @@ class NodeProfile(_Spec):
     def _fault_problems(self) -> list[str]:
         known = range(len(self.gpus))
         named = [*self.faults.lost_gpus, *(x.gpu for x in self.faults.xids)]
-        named += [g for f in self.faults.not_supported for g in (f.gpus or ())]
+        named += [g for f in (*self.faults.not_supported, *self.faults.failing) for g in (f.gpus or ())]
         return [f"faults: no GPU {i}" for i in named if i not in known]
 
     def model_of(self, index: int) -> GpuModel:

@@ -149,7 +149,7 @@ class ComputeInstanceRecord:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    device: GpuHandle | MigHandle
+    device: GpuHandle | MigHandle | None
     eventType: int
     eventData: int
     gpuInstanceId: int
