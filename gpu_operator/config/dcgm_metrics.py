@@ -13,7 +13,9 @@ configs:
 
 Every field must be one dcgm-exporter knows (:data:`DCGM_FIELD_NAMES`, shipped as `builtin/dcgm-fields.csv`): NVIDIA's
 exporter refuses the whole CSV at start-up over one unknown name, so a typo (`DCGM_FI_DEV_GPU_TEMPERATURE`) is
-refused here, with the nearest names. Our metrics exporter reads a fixed set of fields (:data:`AGENT_READABLE_FIELDS`); a gauge or counter outside it
+refused here, with the nearest names. The `DCGM_EXP_` names are dcgm-exporter's own series (its collectors count
+XIDs and clock events over a window, report DCGM health and NVLink P2P status): it takes them from the CSV before
+the DCGM fields and never makes them labels, so they are `counter` or `gauge`. Our metrics exporter reads a fixed set of fields (:data:`AGENT_READABLE_FIELDS`); a gauge or counter outside it
 would silently produce no series, so a config that runs our exporter with such a field is refused.
 """
 
@@ -45,6 +47,8 @@ __all__ = [
 
 METRIC_TYPES = ("gauge", "counter", "label")
 _FIELD = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+#: The prefix of dcgm-exporter's own counters (internal/pkg/counters/const.go).
+_EXPORTER_COUNTER = "DCGM_EXP_"
 
 #: The fields `gpu-operator-agent metrics-exporter` reads through NVML (its `fields.FIELD_SOURCES`, which a test
 #: keeps equal to this set; the config layer does not import the agents).
@@ -142,6 +146,10 @@ def parse_metrics_csv(text: str) -> list[MetricField]:
             raise ValueError(f"line {number}: {_unknown_field(field)}")
         if kind not in METRIC_TYPES:
             raise ValueError(f"line {number}: type {kind!r} must be one of {', '.join(METRIC_TYPES)}")
+        if kind == "label" and field.startswith(_EXPORTER_COUNTER):
+            raise ValueError(f"line {number}: {field} is one of dcgm-exporter's own series, never a label on the "
+                             "others (it would be served with a `label` TYPE Prometheus cannot parse): give it "
+                             "type counter")
         fields.append(MetricField(field, kind, help_text))
     if not fields:
         raise ValueError("the metrics CSV lists no fields")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,9 @@ from gpu_operator.agents.metrics_exporter.fields import FIELD_SOURCES
 from gpu_operator.config import ConfigError, parse_config
 from gpu_operator.config.dcgm_metrics import AGENT_READABLE_FIELDS, parse_metrics_csv
 from gpu_operator.render import render
+from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
+from tests.support.agents import with_agents
+from tests.support.reference import reference_file
 
 NAMED = {"operator": {"dcgmExporter": {"config": {"name": "gpu-metrics"}}}}
 
@@ -50,3 +54,52 @@ def test_bad_entries_name_their_index_and_key(metrics: list[dict[str, Any]], wor
 
 def test_the_config_layers_field_list_is_the_exporters() -> None:
     assert AGENT_READABLE_FIELDS == set(FIELD_SOURCES)
+
+
+# -- dcgm-exporter's own counters (DCGM_EXP_*) ---------------------------------------------------------------------
+
+NVIDIA = {"agents": {"implementation": "nvidia"}}
+
+
+def _exporter_counters() -> list[str]:
+    """The DCGM_EXP_ lines dcgm-exporter's etc/default-counters.csv carries (commented out): its own counters,
+    internal/pkg/counters/const.go `DCGMExp*` (XID and clock-event counts, GPU health, NVLink P2P status)."""
+    text = reference_file("dcgm-exporter/default-counters.csv").read_text(encoding="utf-8")
+    return re.findall(r"^#\s*(DCGM_EXP_[A-Z0-9_]+)\s*,", text, flags=re.MULTILINE)
+
+
+def test_the_exporters_own_counters_are_accepted_as_text_and_as_a_typed_list() -> None:
+    """internal/pkg/counters/counter_config.go `ExtractCounters`: a name go-dcgm does not know is looked up among
+    the exporter's counters (`IdentifyMetricType`) and kept as an exporter counter; it becomes a series of its own
+    (internal/pkg/collector/collector_factory.go starts its collector), which the alerts and panels may read."""
+    names = _exporter_counters()
+    assert len(names) == 4
+    text = "".join(f"{name}, counter, {name.lower()}\n" for name in names)
+    typed = [{"field": name, "type": "counter", "help": name.lower()} for name in names]
+    for metrics in (text, typed):
+        config = parse_config({**NVIDIA, **_document(metrics)})
+        assert [field.field for field in parse_metrics_csv(config.configs.dcgm_exporter or "")] == names
+        assert set(names) <= emitted_metrics(config)
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("DCGM_EXP_XID_ERROR_COUNT, counter, XIDs", "did you mean DCGM_EXP_XID_ERRORS_COUNT?"),
+    ("DCGM_EXP_XID_ERRORS_COUNT, label, XIDs", "one of dcgm-exporter's own series, never a label"),
+    ("DCGM_EXP_GPU_HEALTH_STATUS, histogram, health", "type 'histogram' must be one of"),
+])
+def test_a_bad_exporter_counter_line_is_refused_naming_the_fix(line: str, words: str) -> None:
+    """`ExtractCounters` refuses an unknown DCGM_EXP_ name ("could not find DCGM field"); it keeps an exporter
+    counter before it checks the type, so a `label` would be served as `# TYPE <name> label`, which Prometheus's
+    text parser refuses (the whole scrape fails: "unknown metric type")."""
+    with pytest.raises(ConfigError) as raised:
+        parse_config({**NVIDIA, **_document(line + "\n")})
+    [problem] = raised.value.problems
+    assert problem.path == "configs.dcgmExporter" and words in problem.message, str(problem)
+
+
+def test_our_exporter_refuses_the_exporters_own_counters_with_the_way_out() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config(with_agents(_document("DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs\n")))
+    [problem] = [p for p in raised.value.problems if p.path == "configs.dcgmExporter"]
+    assert "cannot read DCGM_EXP_XID_ERRORS_COUNT" in problem.message
+    assert "agents.overrides: {dcgmExporter: nvidia}" in problem.message
