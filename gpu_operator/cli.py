@@ -48,7 +48,7 @@ from gpu_operator.manifests import (
     write_files,
 )
 from gpu_operator.render.helm_chart import HelmChart
-from gpu_operator.render.monitoring import dashboard_json
+from gpu_operator.render.monitoring import dashboard_json, monitoring_notes
 from gpu_operator.render.network import network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
@@ -313,6 +313,8 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
     if args.summary:
         _print_summary(out, config, operands, objects, charts, args.output)
     for message in infiniband_notes(config):  # what an InfiniBand pool brings, once the render has succeeded
+        _note(message)
+    for message in monitoring_notes(config):  # the alerts left out, and what brings each back
         _note(message)
     return 0
 

@@ -16,6 +16,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.render.monitoring.dashboard import dashboard_json, render_dashboard_configmap
 from gpu_operator.render.monitoring.doca_telemetry import doca_telemetry_wanted, render_doca_pod_monitor
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
+from gpu_operator.render.monitoring.left_out import monitoring_notes
 from gpu_operator.render.monitoring.rules import RULE_NAME, render_prometheus_rule
 from gpu_operator.render.stored import as_stored
 
@@ -23,6 +24,7 @@ __all__ = [
     "RULE_NAME",
     "dashboard_json",
     "emitted_metrics",
+    "monitoring_notes",
     "monitoring_objects",
     "render_dashboard_configmap",
     "render_prometheus_rule",

@@ -2,7 +2,8 @@
 
 The metrics each rule reads are found by parsing its PromQL; an alert whose metrics the configured exporters do
 not emit (ECC double-bit errors and pending row remaps are not in the default collectors, the node-status gauges
-need the node status exporter) is left out rather than rendered silent. Every alert carries the conventional
+need the node status exporter), or whose expression needs facts the config does not give (GpuLost: the pools'
+GPU counts, :mod:`.gpu_lost`), is left out rather than rendered silent, and :mod:`.left_out` says so at render. Every alert carries the conventional
 `summary` and `description` annotations (the description ends with what to check next) and, with
 `monitoring.runbookUrl`, a `runbook_url`. The rule is labelled for the Prometheus `ruleSelector`
 (`monitoring.prometheusRelease`, `ruleLabels`). Series labels are the metrics exporter's (`hostname`, `gpu`,
@@ -13,32 +14,37 @@ need the node status exporter) is left out rather than rendered silent. Every al
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.monitoring import AlertThresholds
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
+from gpu_operator.render.monitoring.gpu_lost import gpus_below_pool
 from gpu_operator.render.monitoring.promql import metric_names
 from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_RESET_OR_REBOOT, xid_regex
 
-__all__ = ["RULE_NAME", "Alert", "Recording", "alerts", "recordings", "render_prometheus_rule"]
+__all__ = ["ALERTS", "RULE_NAME", "Alert", "Expression", "Recording", "alerts", "expression", "recordings",
+           "render_prometheus_rule"]
 
 RULE_NAME = "gpu-operator-alerts"
 _GPU = "hostname, gpu, UUID"
 _REBOOT_XIDS = ", ".join(str(code) for code, action in sorted(XID_RESET_OR_REBOOT.items()) if action == "reboot")
-#: Distinct GPUs per node: one series per GPU UUID, however many pods share the GPU (time-slicing, MPS).
-_GPUS_NOW = "count by (hostname) (count by (hostname, UUID) (DCGM_FI_DEV_GPU_TEMP))"
-_GPUS_BEFORE = "count by (hostname) (count by (hostname, UUID) (DCGM_FI_DEV_GPU_TEMP offset 30m))"
 _THRESHOLD = re.compile(r"\{t\.([a-z_]+)\}")
+
+
+#: A PromQL template over the thresholds (`{t.<threshold>}`), or a builder that makes the PromQL from the config
+#: (None where the config lacks what it needs).
+Expression = str | Callable[[GpuStackConfig], str | None]
 
 
 @dataclass(frozen=True)
 class Alert:
-    """One alerting rule; `expr` and `for_` are `str.format` templates over the thresholds."""
+    """One alerting rule; `for_` and the texts are templates over the thresholds, as a string `expr` is."""
 
     name: str
-    expr: str
+    expr: Expression
     for_: str
     severity: str
     summary: str
@@ -165,17 +171,16 @@ ALERTS: tuple[Alert, ...] = (
         "`kubectl -n {{ $labels.namespace }} describe pod {{ $labels.pod }}`: look for OOMKilled or "
         "CrashLoopBackOff, then the container's logs.",
     ),
-    # A node that reports nothing at all (scaled down, reimaged, its exporter restarting) is no lost GPU: the
-    # comparison needs the node's GPUs now, so only a GPU missing from a node that still reports fires.
     Alert(
         "GpuLost",
-        f"{_GPUS_BEFORE} > {_GPUS_NOW}",
+        gpus_below_pool,
         "5m",
         "critical",
-        "{{ $labels.hostname }} reports fewer GPUs than 30 minutes ago",
-        "A GPU of a node that is still reporting stopped reporting metrics: it fell off the bus, or the "
-        "exporter lost it.",
-        "Run `nvidia-smi` on the node; read `dmesg` for XID 79 or 'fallen off the bus'; drain and reboot.",
+        "{{ $labels.hostname }} reports {{ $value }} of its {{ $labels.pool_gpus }} GPUs",
+        "A node of pool {{ $labels.pool }} has {{ $labels.pool_gpus }} GPUs; the missing ones stopped reporting "
+        "metrics: they fell off the bus, or the driver or the exporter lost them.",
+        "Run `nvidia-smi` on the node; read `dmesg` for XID 79 or 'fallen off the bus'; drain and reboot; if a GPU "
+        "is still missing after the reboot, open a hardware ticket.",
     ),
     # With our node status exporter, the device-plugin signals are read only where a device plugin is meant to
     # run (DRA pools have none); an alert listed twice is rendered in its first form whose metrics exist.
@@ -319,14 +324,22 @@ def _format(template: str, thresholds: AlertThresholds) -> str:
     return _THRESHOLD.sub(lambda match: str(getattr(thresholds, match.group(1))), template)
 
 
-def alerts(config: GpuStackConfig) -> list[Alert]:
-    """The alerts whose metrics this config's exporters emit (of one listed twice, its first such form)."""
+def expression(alert: Alert, config: GpuStackConfig) -> str | None:
+    """The alert's PromQL for this config (None where its builder lacks what it needs from the config)."""
+    if callable(alert.expr):
+        return alert.expr(config)
+    return _format(alert.expr, config.monitoring.thresholds)
+
+
+def alerts(config: GpuStackConfig) -> list[tuple[Alert, str]]:
+    """The alerts, with their PromQL, whose metrics this config's exporters emit (of one listed twice, its first
+    such form)."""
     emitted = emitted_metrics(config)
-    thresholds = config.monitoring.thresholds
-    chosen: dict[str, Alert] = {}
+    chosen: dict[str, tuple[Alert, str]] = {}
     for alert in ALERTS:
-        if alert.name not in chosen and metric_names(_format(alert.expr, thresholds)) <= emitted:
-            chosen[alert.name] = alert
+        expr = expression(alert, config)
+        if alert.name not in chosen and expr is not None and metric_names(expr) <= emitted:
+            chosen[alert.name] = (alert, expr)
     return list(chosen.values())
 
 
@@ -336,8 +349,8 @@ def recordings(config: GpuStackConfig) -> list[Recording]:
     return [rule for rule in RECORDINGS if metric_names(rule.expr) <= emitted]
 
 
-def _alert_rule(alert: Alert, thresholds: AlertThresholds, runbook_url: str | None) -> dict[str, Any]:
-    rule: dict[str, Any] = {"alert": alert.name, "expr": _format(alert.expr, thresholds)}
+def _alert_rule(alert: Alert, expr: str, thresholds: AlertThresholds, runbook_url: str | None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"alert": alert.name, "expr": expr}
     duration = _format(alert.for_, thresholds)
     if duration != "0m":
         rule["for"] = duration
@@ -363,7 +376,7 @@ def render_prometheus_rule(config: GpuStackConfig) -> dict[str, Any]:
     runbook_url = config.monitoring.runbook_url
     groups: list[dict[str, Any]] = [
         {"name": "gpu-operator.alerts",
-         "rules": [_alert_rule(alert, thresholds, runbook_url) for alert in alerts(config)]},
+         "rules": [_alert_rule(alert, expr, thresholds, runbook_url) for alert, expr in alerts(config)]},
         {
             "name": "gpu-operator.recording",
             "rules": [{"record": rule.record, "expr": rule.expr} for rule in recordings(config)],
