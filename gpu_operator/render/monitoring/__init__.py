@@ -4,8 +4,9 @@ Pure render functions (no Pulumi): they take the config document and give Kubern
 The exporters' ServiceMonitors stay with their operands (`render/operands/dcgm_exporter.py`,
 `node_status_exporter.py`), as NVIDIA creates them with the operands; this package adds what NVIDIA does not ship, and the PodMonitor of the Network Operator's DOCA telemetry service.
 The PrometheusRule is rendered only where the Prometheus Operator's CRDs are known to exist
-(`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it). The objects are in
-the form the API server stores (:mod:`gpu_operator.render.stored`).
+(`cluster.prometheusOperator`, or `monitoring.prometheusRules: true`, which requires it); the alerts it leaves out
+are named, with what brings each back, in :func:`monitoring_notes`, which `gpu-operator render` prints. The
+objects are in the form the API server stores (:mod:`gpu_operator.render.stored`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from gpu_operator.render.monitoring.rules import ALERTS, Alert, alerts, expressi
 __all__ = ["LeftOut", "left_out_alerts", "monitoring_notes"]
 
 #: What an alert lacks when its expression cannot be built: the pools' GPU counts (GpuLost).
-POOLS = "pools"
+_POOLS = "pools"
 _CSV = "configs.dcgmExporter (the whole CSV the exporter collects, mounted through operator.dcgmExporter.config.name)"
 
 
@@ -43,7 +43,7 @@ class LeftOut:
 
 def _lacking(alert: Alert, config: GpuStackConfig, emitted: frozenset[str]) -> frozenset[str]:
     expr = expression(alert, config)
-    return frozenset({POOLS}) if expr is None else metric_names(expr) - emitted
+    return frozenset({_POOLS}) if expr is None else metric_names(expr) - emitted
 
 
 def _least_lacking(forms: Iterable[frozenset[str]]) -> frozenset[str]:
@@ -62,7 +62,7 @@ def _dcgm_group(config: GpuStackConfig, fields: frozenset[str]) -> tuple[str, st
 
 def _group(config: GpuStackConfig, lacking: frozenset[str]) -> tuple[str, str]:
     """(reason, remedy) for one alert's lacking metrics or facts."""
-    if POOLS in lacking:
+    if _POOLS in lacking:
         return ("it compares each node's GPUs with its pool's and the config describes no GPU pool",
                 "describe the AKS GPU pools under pools (their VM sizes give each node's GPU count)")
     fields = frozenset(name for name in lacking if name.startswith("DCGM_"))

@@ -3,9 +3,9 @@
 The metrics each rule reads are found by parsing its PromQL; an alert whose metrics the configured exporters do
 not emit (ECC double-bit errors and pending row remaps are not in the default collectors, the node-status gauges
 need the node status exporter), or whose expression needs facts the config does not give (GpuLost: the pools'
-GPU counts, :mod:`.gpu_lost`), is left out rather than rendered silent, and :mod:`.left_out` says so at render. Every alert carries the conventional
-`summary` and `description` annotations (the description ends with what to check next) and, with
-`monitoring.runbookUrl`, a `runbook_url`. The rule is labelled for the Prometheus `ruleSelector`
+GPU counts, :mod:`.gpu_lost`), is left out rather than rendered silent, and :mod:`.left_out` says so at render.
+Every alert carries the conventional `summary` and `description` annotations (the description ends with what to
+check next) and, with `monitoring.runbookUrl`, a `runbook_url`. The rule is labelled for the Prometheus `ruleSelector`
 (`monitoring.prometheusRelease`, `ruleLabels`). Series labels are the metrics exporter's (`hostname`, `gpu`,
 `UUID`); pod attribution arrives as `exported_namespace` / `exported_pod` because NVIDIA's ServiceMonitor keeps
 `honorLabels: false`, so Prometheus's own target labels win.
