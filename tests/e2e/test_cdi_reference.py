@@ -12,8 +12,12 @@ all be in ours. Accepted differences, each because NVIDIA's own device plugin sp
   needs; a workload's device (the plugin's, nvml mode) brings only its GPUs' nodes, so those two are not required;
 * management mode also mounts libnvsdm/libibumad/libibmad for DCGM (newNVSDMLibraryDiscoverer); the fake root
   holds none, so nothing is excluded for them;
-* our spec adds what NVIDIA's nvml mode adds and management mode does not (`update-application-profile`,
-  `apply-cuda-memory-limits`, the graphics files): extra edits in ours are allowed.
+* our spec adds what NVIDIA's nvml mode adds and management mode does not (`update-application-profile`, the
+  graphics files, a GPU's DRM nodes where sysfs lists them): extra edits in ours are allowed.
+
+`test_nvidias_plugin_spec_and_ours_replace_each_other` puts NVIDIA's device plugin's spec file (made by
+`nvidia-ctk cdi generate` for the plugin's vendor and class, at the name the plugin saves it under) and ours in one
+directory, in both orders, and has the CDI library resolve the plugin's device names from it.
 
 `test_real_gpu_spec_matches_nvidia_ctk` (markers `gpu` and `e2e`) makes the same comparison on a machine with a
 GPU, against NVIDIA's nvml-mode spec for GPU 0, with no accepted difference: `make gpu-check` runs it.
@@ -21,9 +25,9 @@ GPU, against NVIDIA's nvml-mode spec for GPU 0, with no accepted difference: `ma
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -43,7 +47,7 @@ from tests.support.cdi_reference import (
     missing_edits,
     run_tool,
 )
-from tests.support.fake_driver_root import can_make_device_nodes, make_driver_root
+from tests.support.fake_driver_root import FakeDriverRoot, can_make_device_nodes, make_driver_root
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +72,25 @@ def _run(command: list[str]) -> str:
     return run_tool(command)
 
 
-def _our_specs(settings: Settings, resources: Any, into: Path) -> None:
+def _fake_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDriverRoot:
+    """Eight GPUs' driver root, with the tools' environment (a plain PATH, no XDG_DATA_DIRS)."""
+    if not can_make_device_nodes():
+        pytest.skip("creating character device nodes (mknod) is not permitted here")
+    monkeypatch.setenv("PATH", _ENV["PATH"])
+    monkeypatch.delenv("XDG_DATA_DIRS", raising=False)
+    return make_driver_root(tmp_path / "root", minors=tuple(range(8)))
+
+
+def _our_specs(root: FakeDriverRoot, into: Path) -> None:
+    """Our plugin's specs for the `h100-8x` profile's GPUs on the driver root, written into `into`."""
+    settings = Settings(driver_root=str(root.root), driver_root_ctr_path=str(root.root),
+                        nvidia_cdi_hook_path=HOOK_PATH, cdi_spec_dir=str(into),
+                        device_list_strategy=(ListStrategy.CDI_CRI,))
+    nvml = open_nvml("fake:h100-8x")
+    try:
+        resources = build_resources(nvml.devices(), settings)
+    finally:
+        nvml.close()
     written = write_specs(resources, settings)
     assert written, "no CDI spec written"
     assert Path(written["gpu"]).parent == into
@@ -78,26 +100,14 @@ def test_our_spec_injects_everything_nvidia_ctk_does_on_a_driver_root(tmp_path: 
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20 item 1 against NVIDIA's generator (nvidia-container-toolkit v1.20.2 cmd/nvidia-ctk/cdi/generate)."""
     nvidia_ctk, cdi_apply = _tools()
-    if not can_make_device_nodes():
-        pytest.skip("creating character device nodes (mknod) is not permitted here")
-    monkeypatch.setenv("PATH", _ENV["PATH"])
-    monkeypatch.delenv("XDG_DATA_DIRS", raising=False)
-    root = make_driver_root(tmp_path / "root", minors=tuple(range(8)))
+    root = _fake_root(tmp_path, monkeypatch)
     theirs, ours = tmp_path / "nvidia", tmp_path / "ours"
     theirs.mkdir()
     _run([str(nvidia_ctk), "cdi", "generate", "--mode=management", f"--driver-root={root.root}",
           f"--nvidia-cdi-hook-path={HOOK_PATH}", f"--output={theirs / 'nvidia.yaml'}"])
     generated = yaml.safe_load((theirs / "nvidia.yaml").read_text())
     assert len(generated["containerEdits"]["mounts"]) > 20, "NVIDIA's spec found no driver files on the fake root"
-    settings = Settings(driver_root=str(root.root), driver_root_ctr_path=str(root.root),
-                        nvidia_cdi_hook_path=HOOK_PATH, cdi_spec_dir=str(ours),
-                        device_list_strategy=(ListStrategy.CDI_CRI,))
-    nvml = open_nvml("fake:h100-8x")
-    try:
-        resources = build_resources(nvml.devices(), settings)
-    finally:
-        nvml.close()
-    _our_specs(settings, resources, ours)
+    _our_specs(root, ours)
     ours_oci = apply(cdi_apply, ours, "k8s.device-plugin.nvidia.com/gpu=all")
     nvidia_oci = apply(cdi_apply, theirs, "nvidia.com/gpu=all")
     caps = {f"/dev/nvidia-caps/nvidia-cap{root.caps[name]}" for name in _MANAGEMENT_ONLY_CAPS}
@@ -106,6 +116,36 @@ def test_our_spec_injects_everything_nvidia_ctk_does_on_a_driver_root(tmp_path: 
     assert {f"/dev/nvidia{m}" for m in range(8)} <= set(edits["devices"])
     assert f"/usr/lib/x86_64-linux-gnu/libcuda.so.{root.version}" in edits["mounts"]
     assert "/usr/bin/nvidia-smi" in edits["mounts"]
+
+
+def _nvidia_plugin_spec(nvidia_ctk: Path, root: Path, spec_dir: Path) -> Path:
+    """NVIDIA's device plugin's `gpu` spec on the driver root, saved as the plugin saves it (k8s-device-plugin
+    v0.20.0 internal/cdi/cdi.go `CreateSpecFile`: `/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json`)."""
+    path = spec_dir / "k8s.device-plugin.nvidia.com-gpu.json"
+    _run([str(nvidia_ctk), "cdi", "generate", "--mode=management", f"--driver-root={root}",
+          "--vendor=k8s.device-plugin.nvidia.com", "--class=gpu", "--format=json",
+          f"--nvidia-cdi-hook-path={HOOK_PATH}", f"--output={path}"])
+    return path
+
+
+def test_nvidias_plugin_spec_and_ours_replace_each_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 1 with the CDI library itself (container-device-interface pkg/cdi/cache.go `refresh` drops a
+    device two specs of one directory define): NVIDIA's plugin's leftover spec, then ours, then NVIDIA's again."""
+    nvidia_ctk, cdi_apply = _tools()
+    root = _fake_root(tmp_path, monkeypatch)
+    spec_dir = tmp_path / "run-cdi"
+    spec_dir.mkdir()
+    device = "k8s.device-plugin.nvidia.com/gpu=all"
+    theirs = _nvidia_plugin_spec(nvidia_ctk, root.root, spec_dir)
+    shutil.copy(theirs, spec_dir / "k8s.device-plugin.nvidia.com-gpu.yaml")
+    with pytest.raises(RuntimeError, match="conflicting device"):
+        apply(cdi_apply, spec_dir, device)
+    _our_specs(root, spec_dir)
+    assert list(spec_dir.iterdir()) == [theirs]
+    assert "update-application-profile" in str(container_edits(apply(cdi_apply, spec_dir, device))["hooks"])
+    _nvidia_plugin_spec(nvidia_ctk, root.root, spec_dir)
+    assert list(spec_dir.iterdir()) == [theirs]
+    assert "update-application-profile" not in str(container_edits(apply(cdi_apply, spec_dir, device))["hooks"])
 
 
 @pytest.mark.gpu

@@ -3,8 +3,8 @@
 `cdi-apply` (tools/e2e/cdi-apply: the CDI library tags.cncf.io/container-device-interface v1.1.1, as a container
 runtime applies specs) injects a device from a spec directory into one OCI runtime spec; the container edits
 NVIDIA's spec makes (mounts by container path with their source and options, hooks by their arguments, device
-nodes, env) must all be in ours. Used by `tests/e2e/test_cdi_reference.py` (a fake driver root) and by
-`make gpu-check` (the real driver, :func:`compare_on_real_gpu`).
+nodes, env, the process's additional groups) must all be in ours. Used by `tests/e2e/test_cdi_reference.py` (a fake
+driver root) and by `make gpu-check` (the real driver, :func:`compare_on_real_gpu`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def apply(cdi_apply: Path, spec_dir: Path, device: str) -> dict[str, Any]:
 
 
 def container_edits(oci: Mapping[str, Any]) -> dict[str, Any]:
-    """What a spec did to the container: mounts by destination, hooks by lifecycle, device nodes, env."""
+    """What a spec did to the container: mounts by destination, hooks by lifecycle, device nodes, env, groups."""
     hooks: dict[str, list[list[str]]] = {}
     for lifecycle, entries in (oci.get("hooks") or {}).items():
         hooks[lifecycle] = [[h["path"], *h.get("args", [])] for h in entries]
@@ -76,6 +76,7 @@ def container_edits(oci: Mapping[str, Any]) -> dict[str, Any]:
         "devices": {d["path"]: (d.get("type"), d.get("major"), d.get("minor"))
                     for d in (oci.get("linux") or {}).get("devices") or []},
         "env": set((oci.get("process") or {}).get("env") or []),
+        "gids": set(((oci.get("process") or {}).get("user") or {}).get("additionalGids") or []),
     }
 
 
@@ -92,6 +93,7 @@ def missing_edits(ours: Mapping[str, Any], nvidia: Mapping[str, Any],
     problems += [f"device node {p} {info}" for p, info in b["devices"].items()
                  if p not in skip_devices and a["devices"].get(p) != info]
     problems += [f"env {e}" for e in sorted(b["env"] - a["env"])]
+    problems += [f"additional group {g}" for g in sorted(b["gids"] - a["gids"])]
     for lifecycle, hooks in b["hooks"].items():
         theirs = [h for h in hooks if "create-symlinks" not in h]
         problems += [f"{lifecycle} hook {' '.join(h)}" for h in theirs if h not in a["hooks"].get(lifecycle, [])]

@@ -8,6 +8,12 @@ library and the graphics libraries; the programs in `/usr/bin`; the GSP firmware
 and, under `/dev`, character device nodes for each GPU, the control devices and the MIG capabilities
 (`/dev/nvidia-caps/nvidia-cap<N>`) with a matching `driver/nvidia-caps/mig-minors` under `proc/`.
 
+Given the GPUs' PCI bus ids (as NVML writes them), it also lays out what `nvidia-drm` and udev make: each GPU's DRM
+nodes `/dev/dri/card<minor+1>` (mode 0660, group `video`, as udev leaves them) and `/dev/dri/renderD<128+minor>`
+(0666, group `render`), their `/dev/dri/by-path/pci-<bus id>-{card,render}` links, and the sysfs entries
+`sys/bus/pci/devices/<bus id>/drm/{card..,renderD..}` the toolkit finds them by; plus `/dev/dri/card0` of a
+non-NVIDIA display device (a server's BMC), which no GPU may bring.
+
 Device nodes need `mknod` (root, or CAP_MKNOD): :func:`can_make_device_nodes` says whether this process can, and
 callers skip their test when it cannot. The socket is a plain file (a bound socket's path is limited to 107
 bytes, and NVIDIA's lookup accepts any non-directory).
@@ -22,13 +28,20 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DRIVER_VERSION", "FakeDriverRoot", "can_make_device_nodes", "elf_library", "make_driver_root"]
+__all__ = ["DRIVER_VERSION", "VIDEO_GID", "FakeDriverRoot", "can_make_device_nodes", "elf_library", "make_driver_root",
+           "sysfs_bus_id"]
 
 DRIVER_VERSION = "580.159.04"
 _LIB_DIR = "usr/lib/x86_64-linux-gnu"
 _NVIDIA_MAJOR = 195
 _CAPS_MAJOR = 511
 _UVM_MAJOR = 235
+_DRM_MAJOR = 226
+_RENDER_BASE = 128
+#: The groups udev gives `/dev/dri/card*` and `/dev/dri/renderD*` (Debian's and Ubuntu's `video`, `render`).
+VIDEO_GID = 44
+RENDER_GID = 109
+_BMC_BUS_ID = "0000:02:00.0"
 #: file name (with {v} for the version) -> SONAME; the SONAME link is made when it differs from the file name.
 _LIBRARIES = {
     "libcuda.so.{v}": "libcuda.so.1",
@@ -104,24 +117,50 @@ class FakeDriverRoot:
     minors: tuple[int, ...]
     proc_root: Path
     caps: dict[str, int] = field(default_factory=dict)
+    sys_root: Path | None = None
+    #: GPU minor -> its DRM nodes (`/dev/dri/card1`, `/dev/dri/renderD128`).
+    drm: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def lib_dir(self) -> Path:
         return self.root / _LIB_DIR
 
 
-def _node(path: Path, major: int, minor: int) -> None:
+def _node(path: Path, major: int, minor: int, mode: int = 0o666, gid: int = 0) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+    os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+    os.chmod(path, mode)
+    if gid:
+        os.chown(path, -1, gid)
+
+
+def sysfs_bus_id(nvml_bus_id: str) -> str:
+    """`00000000:3B:00.0` as sysfs writes it: `0000:3b:00.0`."""
+    domain, _, rest = nvml_bus_id.lower().partition(":")
+    return f"{domain[-4:]}:{rest}"
+
+
+def _drm(base: Path, sys_root: Path, bus_id: str, card: int, render: int) -> tuple[str, str]:
+    """One display device's DRM nodes, by-path links and sysfs entries; returns the nodes' paths."""
+    names = (f"card{card}", f"renderD{render}")
+    for name, minor, mode, gid in ((names[0], card, 0o660, VIDEO_GID), (names[1], render, 0o666, RENDER_GID)):
+        _node(base / "dev/dri" / name, _DRM_MAJOR, minor, mode, gid)
+        (sys_root / "bus/pci/devices" / bus_id / "drm" / name).mkdir(parents=True)
+    by_path = base / "dev/dri/by-path"
+    by_path.mkdir(parents=True, exist_ok=True)
+    for kind, name in zip(("card", "render"), names, strict=True):
+        (by_path / f"pci-{bus_id}-{kind}").symlink_to(f"../{name}")
+    return f"/dev/dri/{names[0]}", f"/dev/dri/{names[1]}"
 
 
 def make_driver_root(base: Path, minors: tuple[int, ...] = (0, 1), version: str = DRIVER_VERSION,
                      mig_instances: tuple[tuple[int, int, int], ...] = (),
-                     proc_root: Path | None = None) -> FakeDriverRoot:
+                     proc_root: Path | None = None, bus_ids: tuple[str, ...] = ()) -> FakeDriverRoot:
     """Lay out a driver root under `base` for GPUs with `minors`; `mig_instances` are (GPU minor, GI, CI).
 
     The MIG capability table goes to `<proc_root>/driver/nvidia-caps/mig-minors` (`proc_root` defaults to
-    `base/proc`).
+    `base/proc`). `bus_ids` (NVML's form, one per minor, in order) add the GPUs' DRM nodes and a sysfs tree at
+    `base/sys`.
 
     Raises PermissionError when device nodes cannot be made (see :func:`can_make_device_nodes`).
     """
@@ -162,10 +201,16 @@ def make_driver_root(base: Path, minors: tuple[int, ...] = (0, 1), version: str 
     for gpu, gi, ci in mig_instances:
         caps.setdefault(f"gpu{gpu}/gi{gi}/access", len(caps) + 1)
         caps.setdefault(f"gpu{gpu}/gi{gi}/ci{ci}/access", len(caps) + 1)
-    for minor in caps.values():
-        _node(dev / "nvidia-caps" / f"nvidia-cap{minor}", _CAPS_MAJOR, minor)
+    for name, minor in caps.items():  # the driver's modes: config and monitor root's alone, access caps readable
+        _node(dev / "nvidia-caps" / f"nvidia-cap{minor}", _CAPS_MAJOR, minor, 0o444 if "/" in name else 0o400)
     proc = proc_root or base / "proc"
     table = proc / "driver" / "nvidia-caps" / "mig-minors"
     table.parent.mkdir(parents=True, exist_ok=True)
     table.write_text("".join(f"{key} {minor}\n" for key, minor in caps.items()))
-    return FakeDriverRoot(base, version, minors, proc, caps)
+    if not bus_ids:
+        return FakeDriverRoot(base, version, minors, proc, caps)
+    sys_root = base / "sys"
+    _drm(base, sys_root, _BMC_BUS_ID, 0, _RENDER_BASE + 64)
+    drm = {minor: _drm(base, sys_root, sysfs_bus_id(bus), minor + 1, _RENDER_BASE + minor)
+           for minor, bus in zip(minors, bus_ids, strict=True)}
+    return FakeDriverRoot(base, version, minors, proc, caps, sys_root, drm)

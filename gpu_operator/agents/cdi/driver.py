@@ -8,8 +8,11 @@ nvidia-container-toolkit v1.20.2:
   library directories (internal/lookup/root/root.go, inferVersion), and the driver's library directories are
   those holding a `lib*.so.<version>` (updateInfo);
 * libraries are looked up by glob in `/`, `/usr/lib64`, `/usr/lib/<arch>-linux-gnu` (and `.../nvidia/current`),
-  `/lib64`, `/lib/<arch>-linux-gnu` under the root, symlinks resolved (pkg/lookup/library.go); the driver's own
-  libraries in its library directories and their `vdpau/` (pkg/nvcdi/driver-nvml.go, getVersionLibs);
+  `/lib64`, `/lib/<arch>-linux-gnu` under the root, symlinks resolved; when none matches, in the root's
+  `/etc/ld.so.cache`: each 64-bit library it lists and the links it resolves through, matched by file name
+  (pkg/lookup/library.go NewLibraryLocator, pkg/lookup/ldcache.go newLdcacheLocator), so a driver registered with
+  `ldconfig` outside those directories is found; the driver's own libraries in its library directories and their
+  `vdpau/` (pkg/nvcdi/driver-nvml.go, getVersionLibs);
 * programs in the PATH directories (and `/usr/local/sbin` ... `/bin`) under the root, the first executable file
   (pkg/lookup/executable.go, path.go);
 * firmware in `/lib/firmware/updates/<kernel>`, `/lib/firmware/updates`, `/lib/firmware/<kernel>`,
@@ -25,6 +28,7 @@ Candidates that are directories (or, for programs, not executable) are skipped, 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import glob
 import os
 import platform
@@ -34,6 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu_operator.agents.nvml.ld_cache import libraries_64
+
 __all__ = [
     "LIBRARY_SEARCH_PATHS",
     "DEFAULT_PATH",
@@ -41,6 +47,7 @@ __all__ = [
     "Found",
     "DriverRoot",
     "is_char_device",
+    "link_chain",
 ]
 
 LIBRARY_SEARCH_PATHS = (
@@ -69,6 +76,19 @@ def is_char_device(path: str) -> bool:
         return stat.S_ISCHR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def link_chain(path: str) -> list[str]:
+    """The path and each link it goes through to its file (symlinks.go ResolveChain); empty when one is broken."""
+    chain: list[str] = []
+    while path not in chain:
+        if not os.path.lexists(path):
+            return []
+        chain.append(path)
+        if not os.path.islink(path):
+            break
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(path), os.readlink(path)))
+    return chain
 
 
 def _unique(items: Iterable[str]) -> list[str]:
@@ -110,6 +130,7 @@ class DriverRoot:
     kernel_release: str = field(default_factory=platform.release)
     _version: str | None = field(default=None, init=False, repr=False)
     _library_dirs: list[str] | None = field(default=None, init=False, repr=False)
+    _cached: list[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root = posixpath.normpath(posixpath.join("/", self.root))
@@ -132,9 +153,19 @@ class DriverRoot:
     # -- libraries ---------------------------------------------------------------------------------------------
 
     def libraries(self, pattern: str) -> list[str]:
-        """Libraries matching `pattern` in the standard library directories, symlinks resolved."""
+        """Libraries whose file name matches `pattern` in the standard library directories, else in the ld.so.cache,
+        symlinks resolved."""
         matches = glob_under([self.under(p) for p in LIBRARY_SEARCH_PATHS], pattern)
+        if not matches:
+            matches = [p for p in self.cached_libraries if fnmatch.fnmatchcase(posixpath.basename(p), pattern)]
         return _unique(os.path.realpath(m) for m in matches)
+
+    @property
+    def cached_libraries(self) -> list[str]:
+        """The root's ld.so.cache's 64-bit libraries under the root, with the links each resolves through."""
+        if self._cached is None:
+            self._cached = _unique(link for path in libraries_64(self.root) for link in link_chain(self.under(path)))
+        return self._cached
 
     @property
     def version(self) -> str:

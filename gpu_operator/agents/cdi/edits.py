@@ -1,4 +1,4 @@
-"""The container edits of NVIDIA's CDI specs, made from a driver root (pkg/nvcdi, nvml mode, v1.20.2).
+"""The container edits of NVIDIA's CDI specs, made from a driver root (pkg/nvcdi, nvml mode, v1.20.0).
 
 :func:`common_edits` is what every device of the `gpu` class shares (nvcdi's `GetCommonEdits`:
 common-nvml.go newCommonNVMLDiscoverer, driver-nvml.go newDriverVersionDiscoverer, wrapper.go):
@@ -17,29 +17,37 @@ common-nvml.go newCommonNVMLDiscoverer, driver-nvml.go newDriverVersionDiscovere
 * `NVIDIA_CTK_LIBCUDA_DIR`, `NVIDIA_VISIBLE_DEVICES=void` and the `/dev/null` mount at
   `/var/run/nvidia-container-devices/void`.
 
-:func:`gpu_edits` is one full GPU's (full-gpu-nvml.go, newFullGPUDiscoverer): its `/dev/nvidia<minor>` and the
-`apply-cuda-memory-limits` hook; :func:`mig_edits` one MIG device's (mig-device-nvml.go): the parent's node and
-its GPU- and compute-instance capability nodes. Host paths are written as the host sees them: a path under the
-driver root (or dev root) as this process sees it is moved to the host's, as the device plugin's root transform
-does (k8s-device-plugin internal/cdi/cdi.go, getRootTransformer).
+:func:`gpu_edits` is one full GPU's (full-gpu-nvml.go newFullGPUDiscoverer, platform-support/dgpu/nvml.go
+newNvmlDGPUDiscoverer): its `/dev/nvidia<minor>`, its DRM nodes and the `create-symlinks` hook of their
+`/dev/dri/by-path` links (see :mod:`.drm`); :func:`mig_edits` one MIG device's (mig-device-nvml.go,
+newNvmlMigDiscoverer): the parent's node and its GPU- and compute-instance capability nodes, and the parent's DRM
+nodes too for a profile with graphics (`+gfx`). A device node that is not read-writable by all brings its group
+in `additionalGids` (internal/edits/device.go getAdditionalGIDs), so a container process outside that group
+(`video`, `render`) can still open it.
+
+The feature flags (see :mod:`.features`) and the disabled hooks are the layout's. Host paths are written as the host
+sees them: a path under the driver root (or dev root) as this process sees it is moved to the host's, as the device
+plugin's root transform does (k8s-device-plugin internal/cdi/cdi.go, getRootTransformer).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import platform
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_operator.agents.cdi import hooks
+from gpu_operator.agents.cdi import drm, features, hooks
 from gpu_operator.agents.cdi.driver import DriverRoot, Found, is_char_device
 from gpu_operator.agents.cdi.elf import soname
 
 __all__ = [
     "CONTROL_NODES",
+    "Edits",
     "PROGRAMS",
     "MOUNT_OPTIONS",
     "IPC_MOUNT_OPTIONS",
@@ -71,6 +79,11 @@ _VULKAN_CONFIGS = ("vulkan/icd.d/nvidia_icd.json", "vulkan/icd.d/nvidia_layers.j
 _VULKAN_ARCH = {"x86_64": "vulkan/icd.d/nvidia_icd.x86_64.json", "aarch64": "vulkan/icd.d/nvidia_icd.aarch64.json"}
 _XORG_ROOTS = ("/usr/lib/xorg", "/usr/lib64/xorg", "/usr/X11R6/lib", "/usr/X11R6/lib64")
 _XORG_MODULES = ("modules/drivers", "modules/extensions", "modules/updates/drivers", "modules/updates/extensions")
+#: enable-explicit-driver-libraries (driver-nvml.go getExplicitDriverLibraryMounts).
+_EXPLICIT_LIBRARIES = ("libEGL.so", "libGL.so", "libGLESv1_CM.so", "libGLESv2.so", "libGLX.so", "libGLdispatch.so",
+                       "libOpenCL.so", "libOpenGL.so", "libnvidia-api.so", "libnvidia-egl-xcb.so",
+                       "libnvidia-egl-xlib.so")
+_ALL_RW = stat.S_IROTH | stat.S_IWOTH
 _VOID_MOUNT = {"hostPath": "/dev/null", "containerPath": "/var/run/nvidia-container-devices/void",
                "options": ["ro", "nosuid", "nodev", "bind"]}
 
@@ -84,6 +97,9 @@ class Layout:
     host_driver_root: str = "/"
     host_dev_root: str = "/"
     hook_path: str = "/usr/bin/nvidia-ctk"
+    sys_root: str = drm.SYS_ROOT
+    feature_flags: frozenset[str] = frozenset()
+    disabled_hooks: frozenset[str] = frozenset()
 
     def host_path(self, path: str) -> str:
         """A path found under the driver root here, as the host sees it."""
@@ -91,10 +107,36 @@ class Layout:
 
     def device_node(self, path: str) -> dict[str, str] | None:
         """`{path, hostPath}` for a character device at `path` under the dev root; None when there is none."""
-        here = posixpath.join(self.dev_root, path.lstrip("/"))
-        if not is_char_device(here):
+        if not is_char_device(self.dev_path(path)):
             return None
         return {"path": path, "hostPath": posixpath.normpath(posixpath.join(self.host_dev_root, path.lstrip("/")))}
+
+    def dev_path(self, path: str) -> str:
+        """A device node's path under the dev root, as this process sees it."""
+        return posixpath.join(self.dev_root, path.lstrip("/"))
+
+    def node_edits(self, paths: Iterable[str]) -> Edits:
+        """The device nodes among `paths` that exist, with the groups needed to open them (`additionalGids`)."""
+        nodes = [n for n in (self.device_node(p) for p in paths) if n is not None]
+        groups: list[int] = []
+        if features.NO_ADDITIONAL_GIDS not in self.feature_flags:
+            for node in nodes:
+                group = _needed_group(self.dev_path(node["path"]))
+                if group is not None and group not in groups:
+                    groups.append(group)
+        edits: Edits = {"deviceNodes": nodes, "additionalGids": groups}
+        return {k: v for k, v in edits.items() if v}
+
+
+def _needed_group(path: str) -> int | None:
+    """The node's group when it is not root's and the node is not read-writable by all (getAdditionalGIDs)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    if status.st_gid == 0 or status.st_mode & _ALL_RW == _ALL_RW:
+        return None
+    return status.st_gid
 
 
 def _moved(path: str, root: str, target: str) -> str:
@@ -111,7 +153,7 @@ def _mounts(layout: Layout, found: Iterable[Found], options: Sequence[str] = MOU
 
 
 def _hook(layout: Layout, name: str, args: Sequence[str] = ()) -> list[dict[str, Any]]:
-    made = hooks.make_hook(layout.hook_path, name, args)
+    made = hooks.make_hook(layout.hook_path, name, args, layout.disabled_hooks)
     return [] if made is None else [made]
 
 
@@ -164,12 +206,14 @@ def _is_library(path: str) -> bool:
     return len(base.split(".so")) == 1 or tail == "" or tail.startswith(".")
 
 
-def library_mounts(driver: DriverRoot) -> list[Found]:
-    """The driver's libraries (driver-nvml.go NewDriverLibraryDiscoverer): versioned ones, then legacy NVVM."""
+def library_mounts(driver: DriverRoot, explicit: bool = False) -> list[Found]:
+    """The driver's libraries (driver-nvml.go NewDriverLibraryDiscoverer): versioned ones, legacy NVVM, and with
+    `explicit` (enable-explicit-driver-libraries) the explicit list."""
     version = driver.version
     versioned = driver.driver_libraries("*.so." + version, "vdpau")
     legacy = driver.driver_libraries("libnvidia-nvvm70.so.*")
-    return driver.found([*versioned, *legacy])
+    named = [p for name in _EXPLICIT_LIBRARIES for p in driver.driver_libraries(name)] if explicit else []
+    return driver.found([*versioned, *legacy, *named])
 
 
 def _driver_hooks(layout: Layout, libraries: Sequence[Found]) -> list[dict[str, Any]]:
@@ -240,11 +284,9 @@ def common_edits(layout: Layout) -> Edits:
     """The spec-wide container edits (see the module docstring). Raises LookupError without a driver."""
     driver = layout.driver
     version = driver.version
-    nodes = [n for n in (layout.device_node(p) for p in CONTROL_NODES) if n is not None]
     graphics_mounts, graphics_hooks = _graphics(layout)
-    libraries = library_mounts(driver)
-    ipc = [f for socket in _IPC_SOCKETS for f in driver.found(driver.files(socket, ("/run", "/var/run"), count=1))]
-    ipc += driver.found(driver.files("/tmp/nvidia-mps", count=1))
+    libraries = library_mounts(driver, features.EXPLICIT_DRIVER_LIBRARIES in layout.feature_flags)
+    ipc = [] if features.DISABLE_IPC in layout.feature_flags else _ipc(driver)
     firmware = driver.found([p for pattern in (f"nvidia/{version}/gsp*.bin", f"nvidia/{version}/ucodes*.bin")
                              for p in driver.firmware(pattern)])
     programs = driver.found([p for name in PROGRAMS for p in driver.program(name)])
@@ -253,7 +295,7 @@ def common_edits(layout: Layout) -> Edits:
     mounts = list({(m["hostPath"], m["containerPath"]): m for m in mounts}.values())
     edits: Edits = {
         "env": [f"NVIDIA_CTK_LIBCUDA_DIR={':'.join(driver.library_dirs)}", "NVIDIA_VISIBLE_DEVICES=void"],
-        "deviceNodes": nodes,
+        **layout.node_edits(CONTROL_NODES),
         "mounts": mounts,
         "hooks": [*graphics_hooks, *_driver_hooks(layout, libraries),
                   *_hook(layout, hooks.UPDATE_APPLICATION_PROFILE)],
@@ -261,19 +303,32 @@ def common_edits(layout: Layout) -> Edits:
     return {k: v for k, v in edits.items() if v}
 
 
-def gpu_edits(layout: Layout, minor: int | None, uuid: str) -> Edits:
-    """One full GPU: its device node (when it exists) and the CUDA memory-limits hook."""
-    node = None if minor is None else layout.device_node(f"/dev/nvidia{minor}")
-    edits: Edits = {"deviceNodes": [node] if node else [],
-                    "hooks": _hook(layout, hooks.APPLY_CUDA_MEMORY_LIMITS, [layout.host_driver_root, uuid])}
+def _ipc(driver: DriverRoot) -> list[Found]:
+    """ipc.go NewIPCDiscoverer: the persistenced and fabric manager sockets, the MPS pipe directory."""
+    found = [f for socket in _IPC_SOCKETS for f in driver.found(driver.files(socket, ("/run", "/var/run"), count=1))]
+    return found + driver.found(driver.files("/tmp/nvidia-mps", count=1))
+
+
+def _with_drm(layout: Layout, paths: Sequence[str], bus_id: str | None) -> Edits:
+    """The nodes of `paths` and, with a bus id, the GPU's DRM nodes and the hook of their by-path links."""
+    sysfs_id = drm.sysfs_bus_id(bus_id) if bus_id else None
+    edits = layout.node_edits([*paths, *(drm.drm_nodes(sysfs_id, layout.sys_root) if sysfs_id else ())])
+    if sysfs_id:
+        nodes = {n["path"] for n in edits.get("deviceNodes", [])}
+        edits["hooks"] = _hook(layout, hooks.CREATE_SYMLINKS, drm.by_path_links(sysfs_id, layout.dev_root, nodes))
     return {k: v for k, v in edits.items() if v}
 
 
-def mig_edits(layout: Layout, parent_minor: int, capability_paths: Sequence[str]) -> Edits:
-    """One MIG device: the parent GPU's node and the capability nodes (those that exist)."""
-    paths = [f"/dev/nvidia{parent_minor}", *capability_paths]
-    nodes = [n for n in (layout.device_node(p) for p in paths) if n is not None]
-    return {"deviceNodes": nodes} if nodes else {}
+def gpu_edits(layout: Layout, minor: int | None, bus_id: str | None) -> Edits:
+    """One full GPU (NVML's `bus_id`): its device node and DRM nodes (those that exist), their by-path links."""
+    return _with_drm(layout, [] if minor is None else [f"/dev/nvidia{minor}"], bus_id)
+
+
+def mig_edits(layout: Layout, parent_minor: int, capability_paths: Sequence[str],
+              graphics_bus_id: str | None = None) -> Edits:
+    """One MIG device: the parent GPU's node and the capability nodes (those that exist); for a profile with
+    graphics, the parent's bus id (`graphics_bus_id`) brings its DRM nodes as a full GPU's."""
+    return _with_drm(layout, [f"/dev/nvidia{parent_minor}", *capability_paths], graphics_bus_id)
 
 
 def merge_edits(edits: Iterable[Edits]) -> Edits:

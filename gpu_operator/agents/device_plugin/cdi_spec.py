@@ -12,31 +12,44 @@ writes, as NVIDIA's does (or `nvidia-ctk cdi generate` for the `nvidia.com` vend
   where the container sees `--driver-root`), add the control device nodes that exist and the toolkit's hooks
   (`.so` symlinks, ldcache, CUDA compat, ...) run from `--nvidia-cdi-hook-path`, and set
   `NVIDIA_VISIBLE_DEVICES=void`, so that a legacy runtime hook does not inject the GPUs a second time. A full GPU
-  brings `/dev/nvidia<minor>` and the CUDA memory-limits hook; a MIG device its parent's node plus the GPU- and
-  compute-instance access capabilities (`/dev/nvidia-caps/nvidia-cap<N>`, from `nvidia-caps/mig-minors`, keyed
-  by the parent's `/dev/nvidia<minor>` minor as NVIDIA's are). Device nodes are the character devices that exist
-  under the dev root;
+  brings `/dev/nvidia<minor>`, its DRM nodes and the hook of their `/dev/dri/by-path` links; a MIG device its
+  parent's node plus the GPU- and compute-instance access capabilities (`/dev/nvidia-caps/nvidia-cap<N>`, from
+  `nvidia-caps/mig-minors`, keyed by the parent's `/dev/nvidia<minor>` minor as NVIDIA's are), and the parent's
+  DRM nodes too for a `+gfx` profile. Device nodes are the character devices that exist under the dev root; one
+  not read-writable by all adds its group to `additionalGids`. `--cdi-feature-flags` and `--cdi-disable-hooks`
+  shape it as they shape NVIDIA's (see :mod:`gpu_operator.agents.cdi.features`);
 * `imex-channel` when IMEX channels are configured, and `gdrcopy`, `gds`, `mofed` (device `all`, the device nodes
   of that driver found on the node) when those features are enabled.
 
-Host paths are the host's: under the dev root for device nodes, under the driver root for mounts. The `cdiVersion` is the lowest the spec's content needs (device names starting
-with a digit and device-node host paths need 0.5.0). :func:`spec_problems` checks a spec against the CDI
-specification's rules (names, required fields, absolute paths, non-empty device edits) before it is written;
-writing is atomic (a temporary file renamed into place), and the files of classes no longer configured are removed.
+Host paths are the host's: under the dev root for device nodes, under the driver root for mounts. The
+`cdiVersion` is the lowest the spec's content needs, by the CDI library's rules (specs-go/version.go
+MinimumRequiredVersion). :func:`spec_problems` checks a spec against the CDI specification's rules (names, required
+fields, absolute paths, non-empty device edits) before it is written.
+
+**One file per class, NVIDIA's.** Each spec is written where and as NVIDIA's plugin writes it:
+`<dir>/k8s.device-plugin.nvidia.com-<class>.json`, JSON (k8s-device-plugin v0.20.0 internal/cdi/cdi.go
+`CreateSpecFile`: container-device-interface `GenerateNameForSpec` + `.json`). A container runtime's CDI cache drops
+every device that two specs of one directory define (container-device-interface v1.1.0 pkg/cdi/cache.go `refresh`:
+"conflicting device"), and NVIDIA's plugin never removes its spec; with the same file, each plugin replaces the
+other's instead of leaving a second definition of every `k8s.device-plugin.nvidia.com/gpu=<UUID>`. The `.yaml`
+files earlier versions of this agent wrote are removed for the same reason, as are the files of classes no
+longer configured. Writing is atomic: a temporary file, which the cache does not read (its name does not end in
+`.json` or `.yaml`), renamed into place.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import yaml
 
 from gpu_operator.agents.cdi import DriverRoot, Layout, common_edits, gpu_edits, merge_edits, mig_edits
+from gpu_operator.agents.cdi.drm import SYS_ROOT
 from gpu_operator.agents.device_plugin.allocate import CDI_VENDOR, mig_minors
 from gpu_operator.agents.device_plugin.devices import DeviceError, PluginDevice, Resource
 from gpu_operator.agents.device_plugin.settings import CDI_STRATEGIES, Settings
@@ -51,12 +64,15 @@ __all__ = [
     "specs_for",
     "minimum_version",
     "spec_problems",
+    "spec_json",
     "write_specs",
 ]
 
 #: Released CDI specification versions, oldest first.
-CDI_VERSIONS = ("0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0")
+CDI_VERSIONS = ("0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0")
 _BASE_VERSION = "0.3.0"
+#: NVIDIA's file name extension and the one earlier versions of this agent used.
+_EXTENSION, _LEGACY_EXTENSION = ".json", ".yaml"
 #: Enabled feature -> (CDI class, device node patterns under the dev root).
 FEATURE_NODES: dict[str, tuple[str, tuple[str, ...]]] = {
     "gdrcopy_enabled": ("gdrcopy", ("/dev/gdrdrv",)),
@@ -69,28 +85,31 @@ _ALL = "all"
 _VENDOR_OR_CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
 _DEVICE_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SPEC_KEYS = {"cdiVersion", "kind", "annotations", "devices", "containerEdits"}
-_DEVICE_KEYS = {"name", "annotations", "containerEdits"}
-_EDIT_KEYS = {"env", "deviceNodes", "mounts", "hooks", "intelRdt", "additionalGIDs"}
+#: The fields of each level in the order the CDI library's Go types declare them (how NVIDIA's file reads).
+_SPEC_FIELDS = ("cdiVersion", "kind", "annotations", "devices", "containerEdits")
+_DEVICE_FIELDS = ("name", "annotations", "containerEdits")
+_EDIT_FIELDS = ("env", "deviceNodes", "netDevices", "hooks", "mounts", "intelRdt", "additionalGids")
+_SPEC_KEYS, _DEVICE_KEYS, _EDIT_KEYS = set(_SPEC_FIELDS), set(_DEVICE_FIELDS), set(_EDIT_FIELDS)
 _HOOK_NAMES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
 
 Spec = dict[str, Any]
 
 
-def spec_path(directory: str, cdi_class: str) -> str:
-    """Where the spec of one class goes: `<dir>/<vendor>-<class>.yaml`."""
-    return os.path.join(directory, f"{CDI_VENDOR}-{cdi_class}.yaml")
+def spec_path(directory: str, cdi_class: str, extension: str = _EXTENSION) -> str:
+    """Where the spec of one class goes: `<dir>/<vendor>-<class>.json`, as NVIDIA's plugin names it."""
+    return os.path.join(directory, f"{CDI_VENDOR}-{cdi_class}{extension}")
 
 
 def _node(path: str, settings: Settings) -> dict[str, str]:
     return {"path": path, "hostPath": posixpath.join(settings.device_root, path.lstrip("/"))}
 
 
-def layout_for(settings: Settings) -> Layout:
-    """Where the plugin finds the driver and the device nodes, and how the host names them."""
+def layout_for(settings: Settings, sys_root: str = SYS_ROOT) -> Layout:
+    """Where the plugin finds the driver, the device nodes and sysfs, how the host names them, and the flags."""
     return Layout(DriverRoot(settings.driver_root_ctr_path), dev_root=settings.device_root_here,
                   host_driver_root=settings.driver_root, host_dev_root=settings.device_root,
-                  hook_path=settings.nvidia_cdi_hook_path)
+                  hook_path=settings.nvidia_cdi_hook_path, sys_root=sys_root,
+                  feature_flags=settings.cdi_feature_flags, disabled_hooks=settings.cdi_disable_hooks)
 
 
 def mig_capability_paths(device: PluginDevice, table: Mapping[str, int], proc_root: str) -> list[str]:
@@ -110,16 +129,39 @@ def mig_capability_paths(device: PluginDevice, table: Mapping[str, int], proc_ro
     return paths
 
 
+def _all_edits(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [spec.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d in spec.get("devices") or []]
+
+
+def _needs_1_1(spec: Mapping[str, Any]) -> bool:
+    rdt = [e.get("intelRdt") or {} for e in _all_edits(spec)]
+    return any(e.get("netDevices") for e in _all_edits(spec)) or any(
+        r.get("schemata") is not None or r.get("enableMonitoring") for r in rdt)
+
+
+def _needs_0_7(spec: Mapping[str, Any]) -> bool:
+    return any(e.get("intelRdt") is not None or e.get("additionalGids") for e in _all_edits(spec))
+
+
+def _needs_0_6(spec: Mapping[str, Any]) -> bool:
+    devices = spec.get("devices") or []
+    return bool(spec.get("annotations") or any(d.get("annotations") for d in devices)
+                or "." in str(spec.get("kind", "")).partition("/")[2])
+
+
+def _needs_0_5(spec: Mapping[str, Any]) -> bool:
+    digit_first = any(str(d.get("name", ""))[:1].isdigit() for d in spec.get("devices") or [])
+    return digit_first or any(n.get("hostPath") for e in _all_edits(spec) for n in e.get("deviceNodes") or [])
+
+
+#: Newest first: the version each feature needs (specs-go/version.go requiresV110 ... requiresV050).
+_VERSION_RULES: tuple[tuple[str, Callable[[Mapping[str, Any]], bool]], ...] = (
+    ("1.1.0", _needs_1_1), ("0.7.0", _needs_0_7), ("0.6.0", _needs_0_6), ("0.5.0", _needs_0_5))
+
+
 def minimum_version(spec: Mapping[str, Any]) -> str:
     """The lowest CDI version that allows what the spec uses."""
-    devices = spec.get("devices") or []
-    edits = [spec.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d in devices]
-    cdi_class = str(spec.get("kind", "")).partition("/")[2]
-    if spec.get("annotations") or any(d.get("annotations") for d in devices) or "." in cdi_class:
-        return "0.6.0"
-    digit_first = any(str(d.get("name", ""))[:1].isdigit() for d in devices)
-    host_paths = any(n.get("hostPath") for e in edits for n in e.get("deviceNodes") or [])
-    return "0.5.0" if digit_first or host_paths else _BASE_VERSION
+    return next((version for version, needed in _VERSION_RULES if needed(spec)), _BASE_VERSION)
 
 
 def _spec(cdi_class: str, devices: list[dict[str, Any]], common: Mapping[str, Any] | None = None) -> Spec:
@@ -128,6 +170,12 @@ def _spec(cdi_class: str, devices: list[dict[str, Any]], common: Mapping[str, An
         spec["containerEdits"] = dict(common)
     spec["cdiVersion"] = minimum_version(spec)
     return spec
+
+
+def _has_graphics(profile: str | None) -> bool:
+    """A MIG profile with the `gfx` attribute (`1g.12gb+gfx`), whose devices get DRM nodes (dgpu/nvml.go)."""
+    attributes = (profile or "").partition("+")[2]
+    return "gfx" in attributes.split(",")
 
 
 def gpu_spec(resources: Sequence[Resource], settings: Settings,
@@ -156,9 +204,10 @@ def gpu_spec(resources: Sequence[Resource], settings: Settings,
     for device in physical.values():
         if device.is_mig:
             capabilities = mig_capability_paths(device, table(), settings.proc_root)
-            edits = mig_edits(layout, int(device.minor or 0), capabilities)
+            graphics = device.pci_bus_id if _has_graphics(device.mig_profile) else None
+            edits = mig_edits(layout, int(device.minor or 0), capabilities, graphics)
         else:
-            edits = gpu_edits(layout, device.minor, device.uuid)
+            edits = gpu_edits(layout, device.minor, device.pci_bus_id)
         if not edits:
             raise DeviceError(f"cannot write the CDI spec: no device node of device {device.index} exists under "
                               f"{settings.device_root_here}/dev")
@@ -277,10 +326,24 @@ def spec_problems(spec: Any) -> list[str]:
     return problems
 
 
+def _ordered(fields: Sequence[str], value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: value[k] for k in sorted(value, key=lambda k: fields.index(k) if k in fields else len(fields))}
+
+
+def spec_json(spec: Mapping[str, Any]) -> str:
+    """The spec as NVIDIA's file holds it: compact JSON, fields in the Go types' order (encoding/json Marshal)."""
+    ordered = _ordered(_SPEC_FIELDS, spec)
+    if "containerEdits" in ordered:
+        ordered["containerEdits"] = _ordered(_EDIT_FIELDS, ordered["containerEdits"])
+    ordered["devices"] = [{**_ordered(_DEVICE_FIELDS, d), "containerEdits": _ordered(_EDIT_FIELDS, d["containerEdits"])}
+                          for d in ordered.get("devices") or []]
+    return json.dumps(ordered, separators=(",", ":"))
+
+
 def _write(path: str, spec: Spec) -> None:
     temporary = f"{path}.tmp-{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(spec, handle, sort_keys=False)
+        handle.write(spec_json(spec))
     os.chmod(temporary, 0o644)
     os.replace(temporary, path)
 
@@ -308,10 +371,10 @@ def write_specs(resources: Sequence[Resource], settings: Settings,
         for cdi_class, spec in specs.items():
             written[cdi_class] = spec_path(directory, cdi_class)
             _write(written[cdi_class], spec)
-        for cdi_class in (c for c in _managed_classes() if c not in specs):
-            stale = spec_path(directory, cdi_class)
-            if os.path.exists(stale):
-                os.unlink(stale)
+        stale = [spec_path(directory, c) for c in _managed_classes() if c not in specs]
+        stale += [spec_path(directory, c, _LEGACY_EXTENSION) for c in _managed_classes()]
+        for path in (p for p in stale if os.path.lexists(p)):
+            os.unlink(path)
     except OSError as error:
         raise DeviceError(f"cannot write the CDI specs in {directory}: {error}") from error
     return written

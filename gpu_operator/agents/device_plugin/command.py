@@ -88,17 +88,6 @@ def _settings(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[st
         raise PluginFailure(str(error)) from error
 
 
-#: NVIDIA's variables for the hooks and feature flags of the CDI spec its plugin writes; this agent's specs carry
-#: device nodes only (see cdi_spec), so these have nothing to shape.
-_CDI_SPEC_ONLY = ("NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH", "CDI_FEATURE_FLAGS", "CDI_DISABLE_HOOKS")
-
-
-def _warn_unused(environ: Mapping[str, str]) -> None:
-    for name in (n for n in _CDI_SPEC_ONLY if environ.get(n)):
-        _log.warning("%s is set but not used: the CDI specs this agent writes hold device nodes and no hooks",
-                     name)
-
-
 def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, str], signals: SignalSource,
           open_nvml_for: Callable[[Settings], Nvml] = open_gpus) -> int:
     """Run until a stop signal; returns the exit status. Raises PluginFailure when start-up fails.
@@ -112,7 +101,6 @@ def serve(load: Callable[[Mapping[str, str]], Settings], environ: Mapping[str, s
         return 0
     # under the operator (its validations directory mounted) the loaded storage modules decide, as its entrypoint
     environ = storage_defaults(ready) if os.path.isdir(validations) else ready
-    _warn_unused(environ)
     settings = _settings(load, environ)
     nvml = open_nvml_for(settings)
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings
 from gpu_operator.agents.nvml import GpuInfo, MigDevice, resource_profile_name
@@ -52,7 +52,11 @@ class DeviceError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PluginDevice:
-    """One advertised device. `uuid` is the physical identity (GPU or MIG UUID) shared by all its replicas."""
+    """One advertised device. `uuid` is the physical identity (GPU or MIG UUID) shared by all its replicas.
+
+    `pci_bus_id` is the (parent) GPU's, as NVML writes it, and `mig_profile` a MIG device's profile: the CDI spec
+    finds DRM nodes by them.
+    """
 
     id: str
     uuid: str
@@ -64,6 +68,8 @@ class PluginDevice:
     gpu_instance_id: int | None = None
     compute_instance_id: int | None = None
     replica: int | None = None
+    pci_bus_id: str | None = None
+    mig_profile: str | None = None
 
     @property
     def is_mig(self) -> bool:
@@ -106,7 +112,8 @@ def _gpu_device(gpu: GpuInfo) -> PluginDevice:
     if gpu.uuid is None:
         raise DeviceError(f"GPU {gpu.index} has no readable UUID; it cannot be advertised")
     numa = None if gpu.pci is None else gpu.pci.numa_node
-    return PluginDevice(gpu.uuid, gpu.uuid, str(gpu.index), gpu.index, gpu.uuid, gpu.minor_number, numa)
+    return PluginDevice(gpu.uuid, gpu.uuid, str(gpu.index), gpu.index, gpu.uuid, gpu.minor_number, numa,
+                        pci_bus_id=None if gpu.pci is None else gpu.pci.bus_id)
 
 
 def _mig_device(gpu: GpuInfo, mig: MigDevice) -> PluginDevice:
@@ -116,6 +123,7 @@ def _mig_device(gpu: GpuInfo, mig: MigDevice) -> PluginDevice:
     return PluginDevice(
         mig.uuid, mig.uuid, f"{gpu.index}:{mig.index}", gpu.index, gpu.uuid, gpu.minor_number, numa,
         gpu_instance_id=mig.gpu_instance_id, compute_instance_id=mig.compute_instance_id,
+        pci_bus_id=None if gpu.pci is None else gpu.pci.bus_id, mig_profile=mig.profile,
     )
 
 
@@ -180,8 +188,7 @@ def _replicated(name: str, devices: list[PluginDevice], settings: Settings) -> R
     if strategy is SharingStrategy.MPS and any(d.is_mig for d in devices):
         raise DeviceError(f"sharing.mps: {name} is made of MIG devices, which MPS sharing does not support")
     replicas = [
-        PluginDevice(f"{d.id}{REPLICA_SEPARATOR}{n}", d.uuid, d.index, d.gpu_index, d.gpu_uuid, d.minor,
-                     d.numa_node, d.gpu_instance_id, d.compute_instance_id, replica=n)
+        replace(d, id=f"{d.id}{REPLICA_SEPARATOR}{n}", replica=n)
         for d in devices
         for n in range(replication.replicas)
     ]

@@ -23,6 +23,7 @@ from enum import Enum
 from typing import Any
 
 from gpu_operator.agents import options
+from gpu_operator.agents.cdi import disabled_hooks, feature_flags
 from gpu_operator.agents.nvml import NVML_ENV
 from gpu_operator.agents.plugin_config import PluginConfig
 from gpu_operator.agents.plugin_config.settings import resolve_values
@@ -111,6 +112,10 @@ def _channel_ids(value: Any) -> tuple[int, ...]:
     return tuple(channels)
 
 
+def _names(parse: Callable[[list[str]], frozenset[str]]) -> Callable[[str], frozenset[str]]:
+    return lambda text: parse(text.split(","))
+
+
 def _discovery_strategy(text: str) -> str:
     if text not in ("auto", "nvml"):
         raise ValueError("this agent discovers GPUs through NVML only: use auto or nvml")
@@ -173,6 +178,10 @@ OPTIONS: tuple[Option, ...] = (
            ("NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"), str, "/usr/bin/nvidia-ctk",
            "the toolkit's nvidia-cdi-hook (or nvidia-ctk) on the host, run by the hooks of the CDI specs",
            file_path=("plugin", "nvidiaCTKPath")),
+    Option("cdi_feature_flags", ("--cdi-feature-flags",), ("CDI_FEATURE_FLAGS",), _names(feature_flags), frozenset(),
+           "the toolkit's CDI feature flags to apply to the CDI specs (comma list)"),
+    Option("cdi_disable_hooks", ("--cdi-disable-hooks",), ("CDI_DISABLE_HOOKS",), _names(disabled_hooks),
+           frozenset(), "hooks to leave out of the CDI specs (comma list; 'all' for every hook)"),
     Option("mps_root", ("--mps-root",), ("MPS_ROOT",), str, "", "host directory of the MPS daemons (MPS sharing)",
            file_path=("mpsRoot",)),
     Option("mps_root_ctr_path", ("--mps-root-ctr-path",), ("MPS_ROOT_CTR_PATH",), str, "/mps",
@@ -225,6 +234,8 @@ class Settings:
     cdi_annotation_prefix: str = "cdi.k8s.io/"
     cdi_spec_dir: str = "/var/run/cdi"
     nvidia_cdi_hook_path: str = "/usr/bin/nvidia-ctk"
+    cdi_feature_flags: frozenset[str] = frozenset()
+    cdi_disable_hooks: frozenset[str] = frozenset()
     mps_root: str = ""
     mps_root_ctr_path: str = "/mps"
     allocation_policy: AllocationPolicy = AllocationPolicy.DISTRIBUTED

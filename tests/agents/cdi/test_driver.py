@@ -1,8 +1,9 @@
 """The driver-root lookups behind the CDI specs: SONAMEs, the driver version, programs, hooks and host paths.
 
-Each follows nvidia-container-toolkit v1.20.2: internal/discover/symlinks.go (getSoname), internal/lookup/root/
-root.go (inferVersion), pkg/lookup/executable.go (assertExecutable), internal/discover/hooks.go
-(cdiHookCreator.Create, getFixedArgsForCDIHookCLI) and pkg/nvcdi/transform/root/host-root.go (transformPath).
+Each follows nvidia-container-toolkit v1.20.0: internal/discover/symlinks.go (getSoname), internal/lookup/root/
+root.go (inferVersion, updateInfo), pkg/lookup/library.go (NewLibraryLocator) and ldcache.go (newLdcacheLocator),
+pkg/lookup/executable.go (assertExecutable), internal/discover/hooks.go (cdiHookCreator.Create, isDisabled,
+getFixedArgsForCDIHookCLI) and pkg/nvcdi/transform/root/host-root.go (transformPath).
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ import pytest
 from gpu_operator.agents.cdi.driver import DriverRoot
 from gpu_operator.agents.cdi.edits import Layout
 from gpu_operator.agents.cdi.elf import soname
-from gpu_operator.agents.cdi.hooks import APPLY_CUDA_MEMORY_LIMITS, CREATE_SYMLINKS, UPDATE_LDCACHE, make_hook
+from gpu_operator.agents.cdi.hooks import (
+    CHMOD,
+    CREATE_SYMLINKS,
+    ENABLE_CUDA_COMPAT,
+    UPDATE_LDCACHE,
+    disabled_hooks,
+    make_hook,
+)
 from tests.support.fake_driver_root import elf_library
+from tests.support.ld_cache import I386_LIBC6, ld_cache_bytes
 
 
 def test_soname_is_read_from_the_dynamic_section_and_defaults_to_the_file_name(tmp_path: Path) -> None:
@@ -55,11 +64,67 @@ def test_hooks_are_written_as_nvidias_creator_writes_them() -> None:
     assert make_hook("/usr/bin/nvidia-ctk", UPDATE_LDCACHE, ["/usr/lib64"]) == {
         "hookName": "createContainer", "path": "/usr/bin/nvidia-ctk",
         "args": ["nvidia-ctk", "hook", "update-ldcache", "--folder", "/usr/lib64"], "env": ["NVIDIA_CTK_DEBUG=false"]}
-    hook = make_hook("/opt/toolkit/nvidia-cdi-hook", APPLY_CUDA_MEMORY_LIMITS, ["/run/nvidia/driver", "GPU-1"])
-    assert hook is not None and hook["hookName"] == "createRuntime"
-    assert hook["args"] == ["nvidia-cdi-hook", "apply-cuda-memory-limits", "--driver-root", "/run/nvidia/driver",
-                            "--gpu-id", "GPU-1"]
+    hook = make_hook("/opt/toolkit/nvidia-cdi-hook", CREATE_SYMLINKS, ["../card1::/dev/dri/by-path/pci-0-card"])
+    assert hook is not None and hook["args"] == ["nvidia-cdi-hook", "create-symlinks", "--link",
+                                                 "../card1::/dev/dri/by-path/pci-0-card"]
     assert make_hook("/usr/bin/nvidia-cdi-hook", CREATE_SYMLINKS, []) is None
+    assert make_hook("/usr/bin/nvidia-cdi-hook", CHMOD, ["/dev/dri"]) is None, "chmod is disabled by default"
+
+
+def test_disabled_hooks_are_left_out_and_all_leaves_out_every_hook() -> None:
+    """Issue 27 item 9: CDI_DISABLE_HOOKS as k8s-device-plugin v0.20.0 passes it (internal/cdi/cdi.go `New`,
+    nvcdi.WithDisabledHooks) and nvidia-container-toolkit v1.20.0 applies it (internal/discover/hooks.go
+    NewHookCreator: `all` gives the allDisabledHookCreator; isDisabled)."""
+    disabled = disabled_hooks(["update-ldcache", " "])
+    assert make_hook("/usr/bin/nvidia-cdi-hook", UPDATE_LDCACHE, ["/usr/lib64"], disabled) is None
+    assert make_hook("/usr/bin/nvidia-cdi-hook", ENABLE_CUDA_COMPAT, ["--host-driver-version=1"], disabled)
+    every = disabled_hooks(["all"])
+    assert make_hook("/usr/bin/nvidia-cdi-hook", ENABLE_CUDA_COMPAT, [], every) is None
+    assert make_hook("/usr/bin/nvidia-cdi-hook", CREATE_SYMLINKS, ["a::b"], every) is None
+    with pytest.raises(ValueError, match=r"unknown CDI hook 'update-ld-cache': the hooks are all, create-symlinks"):
+        disabled_hooks(["update-ld-cache"])
+
+
+def _opt_driver(root: Path, version: str = "580.65.06") -> Path:
+    """A driver installed in /opt/nvidia/lib, which no library search path names, registered with ldconfig."""
+    lib = root / "opt/nvidia/lib"
+    lib.mkdir(parents=True)
+    for name, so in ((f"libcuda.so.{version}", "libcuda.so.1"), (f"libnvidia-ml.so.{version}", "libnvidia-ml.so.1")):
+        (lib / name).write_bytes(elf_library(so))
+        (lib / so).symlink_to(name)
+    (root / "etc").mkdir()
+    (root / "etc/ld.so.cache").write_bytes(ld_cache_bytes([
+        ("libcuda.so.1", "/opt/nvidia/lib/libcuda.so.1"), ("libnvidia-ml.so.1", "/opt/nvidia/lib/libnvidia-ml.so.1"),
+        ("libcuda.so.1", "/opt/nvidia/lib32/libcuda.so.1", I386_LIBC6)]))
+    return lib
+
+
+def test_a_driver_outside_the_search_paths_is_found_through_the_ld_so_cache(tmp_path: Path) -> None:
+    """Issue 27 item 9: nvidia-container-toolkit v1.20.0 pkg/lookup/library.go `NewLibraryLocator` tries the
+    search paths, then the root's ld.so.cache (pkg/lookup/ldcache.go newLdcacheLocator: the 64-bit entries and
+    the links each resolves through, matched by file name; internal/ldcache/ldcache.go `List`)."""
+    lib = _opt_driver(tmp_path)
+    driver = DriverRoot(str(tmp_path), environ={})
+    assert driver.version == "580.65.06"
+    assert driver.library_dirs == ["/opt/nvidia/lib"]
+    assert driver.libraries("libnvidia-ml.so.*.*") == [str(lib / "libnvidia-ml.so.580.65.06")]
+    assert driver.libraries("libnvidia-ml.so.1") == [str(lib / "libnvidia-ml.so.580.65.06")]
+    assert driver.libraries("libGLX_nvidia.so.*") == []
+
+
+def test_the_search_paths_come_first_and_a_broken_cache_entry_is_skipped(tmp_path: Path) -> None:
+    """NewLibraryLocator is `First(search paths, ld.so.cache)`: a match in the search paths ends the lookup; an
+    entry whose link chain is broken is skipped (pkg/lookup/symlinks ResolveChain fails)."""
+    _opt_driver(tmp_path, "575.57.08")
+    usual = tmp_path / "usr/lib64"
+    usual.mkdir(parents=True)
+    (usual / "libcuda.so.580.1.2").write_bytes(elf_library("libcuda.so.1"))
+    assert DriverRoot(str(tmp_path), environ={}).version == "580.1.2"
+    (tmp_path / "opt/nvidia/lib/libcuda.so.575.57.08").unlink()
+    (usual / "libcuda.so.580.1.2").unlink()
+    driver = DriverRoot(str(tmp_path), environ={})
+    assert driver.libraries("libcuda.so.*.*") == []
+    assert driver.version == "575.57.08", "libnvidia-ml.so.<version> is the next library the version is read from"
 
 
 def test_host_paths_move_from_the_container_driver_root_to_the_hosts() -> None:

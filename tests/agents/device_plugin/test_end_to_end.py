@@ -7,7 +7,6 @@ simulated node, receives the registrations, opens `ListAndWatch` and calls `Allo
 
 from __future__ import annotations
 
-import glob
 import os
 import queue
 from collections.abc import Iterator, Mapping
@@ -25,6 +24,7 @@ from gpu_operator.agents.device_plugin import deviceplugin_pb2 as pb
 from gpu_operator.agents.device_plugin.allocate import mig_minors
 from gpu_operator.agents.device_plugin.server import API_VERSION
 from tests.agents.device_plugin.fake_mps import fake_mps
+from tests.support.cdi_cache import load_cache
 from tests.support.fake_driver_root import can_make_device_nodes, make_driver_root
 from tests.agents.device_plugin.harness import FakeKubelet, InjectableNvml, PluginClient, short_tempdir, xid
 
@@ -152,13 +152,11 @@ def test_index_id_strategy_and_volume_mounts() -> None:
 
 def _cdi_device(cdi_dir: str, name: str) -> dict[str, Any]:
     """The device a fully qualified CDI name resolves to in the spec directory, as a runtime resolves it."""
-    kind, _, device = name.partition("=")
-    for path in glob.glob(os.path.join(cdi_dir, "*.yaml")):
-        with open(path) as handle:
-            spec = yaml.safe_load(handle)
-        if spec["kind"] == kind:
-            return next(d for d in spec["devices"] if d["name"] == device)
-    raise AssertionError(f"no CDI spec in {cdi_dir} defines {kind}")
+    cache = load_cache([Path(cdi_dir)])
+    assert not cache.errors, cache.errors
+    assert name in cache.devices, f"no CDI spec in {cdi_dir} defines {name}"
+    spec = yaml.safe_load(cache.devices[name].read_text())
+    return next(d for d in spec["devices"] if d["name"] == name.partition("=")[2])
 
 
 def test_cdi_strategies_name_the_plugins_cdi_devices() -> None:
