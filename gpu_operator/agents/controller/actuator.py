@@ -2,10 +2,13 @@
 
 Every write is idempotent by construction: a node patch is a JSON merge patch of the values the plan wants (a
 retry writes the same values), an eviction of a pod that is already gone or terminating is not sent, and a node
-deleted mid-upgrade (404) is simply no longer there. An eviction refused by a PodDisruptionBudget (429) is
-remembered with its time: the reconcile fails the node once the refusal has lasted the policy's timeout; a pod
-that may not be evicted at all fails it at once, with the pod and the setting that would allow it.
-Transient failures of the API (5xx, 429 from priority and fairness, lost connections) are retried with backoff.
+deleted mid-upgrade (404) is simply no longer there. A pod step's clock starts at its first eviction: as kubectl's
+drain helper (which NVIDIA's pod and drain managers run with the policy's `timeoutSeconds`), the timeout covers
+the whole wait, refusals by a PodDisruptionBudget and pods stuck terminating alike, and the reconcile fails the
+node once it has passed, with what it was still waiting for; a pod that may not be evicted at all fails it at
+once, with the pod and the setting that would allow it. Transient failures of the API (5xx, 429 from priority
+and fairness, lost connections) are retried by the client's transport (:mod:`gpu_operator.agents.kube.transport`);
+what still fails raises the exception of :mod:`gpu_operator.agents.kube.errors`.
 
 The node's pods are read only for nodes at the pod steps, with a field selector on `spec.nodeName`, and reduced
 to counts (:class:`NodePods`): GPU pods to delete, jobs to wait for, pods a drain would evict. A pod holding a
@@ -24,8 +27,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-import httpx2 as httpx
-from lightkube import ApiError, Client
+import httpx2
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.resource_v1 import ResourceClaim
@@ -37,14 +40,21 @@ from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.kube import pod_facts
 from gpu_operator.agents.driver_manager.settings import DrainOptions
+from gpu_operator.agents.kube.errors import KubeError, NotFound, TooManyRequests, kube_error
 from gpu_operator.facts.label_selector import LabelSelector
 
 __all__ = ["Actuator", "node_pods"]
 
 _LOG = logging.getLogger(__name__)
-_TRANSIENT = frozenset({429, 500, 502, 503, 504})
-_ATTEMPTS = 5
 T = TypeVar("T")
+
+
+def _call(request: Callable[[], T]) -> T:
+    """`request`, a failure raised as our exception (the transport has retried what was worth retrying)."""
+    try:
+        return request()
+    except httpx2.HTTPError as error:
+        raise kube_error(error) from error
 
 
 def node_pods(pods: Iterable[pod_rules.PodFacts], wait_selector: LabelSelector, drain: DrainOptions) -> NodePods:
@@ -59,37 +69,24 @@ def node_pods(pods: Iterable[pod_rules.PodFacts], wait_selector: LabelSelector, 
 
 
 class Actuator:
-    """Carries out plans; `blocked_since` remembers evictions a PodDisruptionBudget refused, per node."""
+    """Carries out plans; `blocked_since` remembers when each node's pod step first evicted, `waiting_for` what it
+    still waits for (a refusal, pods terminating), `refusals` the pods that may not be evicted at all."""
 
     def __init__(self, client: Client, namespace: str, *, wait_selector: LabelSelector = LabelSelector(""),
                  pod_deletion: DrainOptions = DrainOptions(), drain: DrainOptions = DrainOptions(),
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self._client, self._namespace = client, namespace
         self._wait_selector, self._pod_deletion, self._drain = wait_selector, pod_deletion, drain
-        self._clock, self._sleep = clock, sleep
+        self._clock = clock
         self.blocked_since: dict[str, float] = {}
+        self.waiting_for: dict[str, str] = {}
         self.refusals: dict[str, str] = {}
         self._remembered_for: dict[str, str] = {}
-        """The pod action (`evict-gpu-pods` or `drain`) whose refusals are remembered, per node: a drain after a
-        failed deletion starts with a clean slate and its own timeout."""
-
-    def _call(self, action: Callable[[], T]) -> T:
-        delay = 0.2
-        for attempt in range(_ATTEMPTS):
-            try:
-                return action()
-            except ApiError as error:
-                if error.status.code not in _TRANSIENT or attempt == _ATTEMPTS - 1:
-                    raise
-            except httpx.TransportError:
-                if attempt == _ATTEMPTS - 1:
-                    raise
-            self._sleep(delay)
-            delay = min(delay * 2, 5.0)
-        raise AssertionError("unreachable")
+        """The pod action (`evict-gpu-pods` or `drain`) whose clock is running, per node: a drain after a failed
+        deletion starts with a clean slate and its own timeout."""
 
     def pods_on(self, node: str) -> list[pod_rules.PodFacts]:
-        listed = self._call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
+        listed = _call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
         facts = []
         for pod in listed:
             fact = pod_facts(pod)
@@ -102,8 +99,8 @@ class Actuator:
         namespace = pod.metadata.namespace or ""
         for name in claim_names(pod):
             try:
-                claim = self._call(lambda name=name: self._client.get(ResourceClaim, name, namespace=namespace))
-            except (ApiError, httpx.TransportError) as error:
+                claim = _call(lambda name=name: self._client.get(ResourceClaim, name, namespace=namespace))
+            except KubeError as error:
                 _LOG.warning("cannot read ResourceClaim %s/%s of pod %s (%s): counting the pod as a GPU pod",
                              namespace, name, pod.metadata.name, error)
                 return True
@@ -114,28 +111,33 @@ class Actuator:
     def count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
         return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain) for node in nodes}
 
-    def _evict(self, node: str, pods: Iterable[pod_rules.PodFacts]) -> None:
-        refused = False
+    def _evict(self, node: str, pods: Iterable[pod_rules.PodFacts], targets: Iterable[pod_rules.PodFacts]) -> None:
+        """Evict `pods` (the `targets` not yet terminating); the step's clock starts now if it is not running, and
+        `waiting_for` says what the step still waits for."""
+        self.blocked_since.setdefault(node, self._clock())
+        refused: list[str] = []
         for pod in pods:
             eviction = Pod.Eviction(metadata=ObjectMeta(name=pod.name, namespace=pod.namespace))
             try:
-                self._call(lambda: self._client.create(eviction, name=pod.name, namespace=pod.namespace))
-            except ApiError as error:
-                if error.status.code == 404:
-                    continue
-                if error.status.code != 429:
-                    raise
-                refused = True
+                _call(lambda: self._client.create(eviction, name=pod.name, namespace=pod.namespace))
+            except NotFound:
+                continue
+            except TooManyRequests:
+                refused.append(f"{pod.namespace}/{pod.name}")
+        leaving = [f"{pod.namespace}/{pod.name}" for pod in targets if f"{pod.namespace}/{pod.name}" not in refused]
         if refused:
-            self.blocked_since.setdefault(node, self._clock())
+            self.waiting_for[node] = f"a PodDisruptionBudget refused the eviction of {_names(refused)}"
+        elif leaving:
+            self.waiting_for[node] = f"{_names(leaving)} still terminating"
+        else:
+            self.waiting_for.pop(node, None)
 
     def run_pod_action(self, action: PodAction) -> None:
         if action.kind == "delete":
             try:
-                self._call(lambda: self._client.delete(Pod, action.pod, namespace=self._namespace))
-            except ApiError as error:
-                if error.status.code != 404:
-                    raise
+                _call(lambda: self._client.delete(Pod, action.pod, namespace=self._namespace))
+            except NotFound:
+                pass
             return
         if self._remembered_for.get(action.node, action.kind) != action.kind:
             self.forget_node(action.node)
@@ -143,8 +145,8 @@ class Actuator:
         pods = self.pods_on(action.node)
         gpu = action.kind == "evict-gpu-pods"
         options = self._pod_deletion if gpu else self._drain
-        chosen = [pod for pod in (pod_rules.gpu_pods(pods) if gpu else pod_rules.drain_pods(pods, options))
-                  if not pod.terminating]
+        targets = pod_rules.gpu_pods(pods) if gpu else pod_rules.drain_pods(pods, options)
+        chosen = [pod for pod in targets if not pod.terminating]
         # as kubectl's drain helper: one pod that may not be evicted fails the step before any eviction
         refused = pod_rules.refusals(chosen, options, gpu=gpu)
         if refused:
@@ -152,7 +154,7 @@ class Actuator:
             self.refusals[action.node] = (f"{'; '.join(refused)} (upgradePolicy.{setting}: force evicts pods no "
                                           "controller manages, deleteEmptyDir pods with emptyDir data)")
             return
-        self._evict(action.node, chosen)
+        self._evict(action.node, chosen, targets)
 
     def patch_node(self, patch: NodePatch) -> bool:
         """Apply one node patch; False when the node is gone."""
@@ -164,19 +166,22 @@ class Actuator:
         if patch.unschedulable is not None:
             body["spec"] = {"unschedulable": patch.unschedulable}
         try:
-            self._call(lambda: self._client.patch(Node, patch.node, body, patch_type=PatchType.MERGE))
-        except ApiError as error:
-            if error.status.code == 404:
-                return False
-            raise
+            _call(lambda: self._client.patch(Node, patch.node, body, patch_type=PatchType.MERGE))
+        except NotFound:
+            return False
         return True
 
     def forget_node(self, node: str) -> None:
-        for memory in (self.blocked_since, self.refusals, self._remembered_for):
+        for memory in (self.blocked_since, self.waiting_for, self.refusals, self._remembered_for):
             memory.pop(node, None)
 
     def forget(self, nodes: Iterable[str]) -> None:
         """Drop what was refused of nodes that left the pod steps (or the cluster)."""
         keep = set(nodes)
-        for node in {*self.blocked_since, *self.refusals, *self._remembered_for} - keep:
+        for node in {*self.blocked_since, *self.waiting_for, *self.refusals, *self._remembered_for} - keep:
             self.forget_node(node)
+
+
+def _names(pods: list[str], shown: int = 3) -> str:
+    more = f" and {len(pods) - shown} more" if len(pods) > shown else ""
+    return ", ".join(pods[:shown]) + more

@@ -2,9 +2,15 @@
 
 It reads its settings (the JSON the render puts in its ConfigMap), serves metrics on `--metrics-bind-address`
 (`:8080`) and `/healthz` + `/readyz` on `--health-probe-bind-address` (`:8081`), takes the Lease when
-`--leader-elect` (the default), then reconciles until SIGTERM. It exits 1 when it loses the Lease (its pod
-restarts as a candidate) and 2 on bad settings, with one line naming the problem. The API server is found as
-every client finds it: the pod's service account in a cluster, `$KUBECONFIG` elsewhere.
+`--leader-elect` (the default), then reconciles until SIGTERM. The API server is found as every client finds it:
+the pod's service account in a cluster, `$KUBECONFIG` elsewhere.
+
+Every write goes through the Lease's fence (:meth:`.leader.LeaderElector.guard`): a replica writes only while
+it renewed the Lease within the renew deadline. An API server that restarts or stalls is ridden out: the client
+retries, the watches list again, and a Lease renewed again by the same holder (nobody else held it meanwhile)
+lets the work go on. On SIGTERM the action under way finishes, the rest are abandoned, the Lease is released
+(so a standby takes over at once) and the process exits 0 within seconds. It exits 1 only when another replica
+took the Lease (its pod restarts as a candidate), and 2 on bad settings, with one line naming the problem.
 """
 
 from __future__ import annotations
@@ -84,6 +90,14 @@ def _settings(args: argparse.Namespace) -> ControllerSettings:
     return parse_settings(text, args.namespace)
 
 
+#: How long SIGTERM waits for the action under way before the Lease is released (a standby then takes over).
+SHUTDOWN_SECONDS = 3.0
+
+
+def _identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
 def main(argv: Sequence[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request drowns the controller's own
@@ -95,14 +109,27 @@ def main(argv: Sequence[str]) -> int:
     except SettingsError as error:
         sys.stderr.write(f"{PROGRAM}: {error}\n")
         return 2
-    from lightkube import Client, KubeConfig  # imported after the settings parse, so bad input answers at once
+    from lightkube import KubeConfig  # imported after the settings parse, so bad input answers at once
     from lightkube.core.exceptions import ConfigError
 
     from gpu_operator.agents.controller.informer import warm_decoders
     from gpu_operator.agents.controller.loop import DECODED, ControllerLoop
+    from gpu_operator.agents.kube.connect import connect
+    from gpu_operator.agents.kube.transport import RetryPolicy
 
+    stop = threading.Event()
+    identity = _identity()
     try:
-        client = Client(KubeConfig.from_env(), field_manager="gpu-operator")
+        config = KubeConfig.from_env().get()
+        agent = f"gpu-operator-controller ({identity})"
+        lease_client = connect(config, retry=RetryPolicy(deadline=2.0), timeout=4.0, interrupt=stop,
+                               field_manager="gpu-operator", user_agent=agent)
+        elector = None
+        if args.leader_elect == "true":
+            elector = LeaderElector(lease_client, settings.namespace, identity, name=args.leader_election_id)
+        client = connect(config, retry=RetryPolicy(deadline=15.0), timeout=10.0, interrupt=stop,
+                         field_manager="gpu-operator", user_agent=agent,
+                         guard=elector.guard if elector is not None else None)
     except ConfigError as error:
         sys.stderr.write(f"{PROGRAM}: no API server: {error}\n")
         return 1
@@ -111,26 +138,42 @@ def main(argv: Sequence[str]) -> int:
     start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
     health = _serve_health(health_address)
     _Health.alive.set()
-    stop = threading.Event()
+    loop = ControllerLoop(client, settings, metrics, stop=stop)
+
+    def on_signal(*_: object) -> None:
+        stop.set()
+        loop.wake.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    elector = None
-    if args.leader_elect == "true":
-        identity = f"{socket.gethostname()}_{os.getpid()}"
-        elector = LeaderElector(client, settings.namespace, identity, name=args.leader_election_id)
+        signal.signal(signum, on_signal)
+    if elector is not None:
         threading.Thread(target=lambda: (stop.wait(), elector.stop()), daemon=True).start()
-        elector.acquire()
-        if stop.is_set():
+        if not elector.acquire():
             return 0
-        threading.Thread(target=lambda: (elector.lost.wait(), stop.set()), daemon=True).start()
+        elector.renew_in_background()
     metrics.leader.set(1)
-    loop = ControllerLoop(client, settings, metrics)
-    loop.start()
+    worker = threading.Thread(target=lambda: loop.start() and loop.run(elector.leading if elector else lambda: True),
+                              name="reconcile", daemon=True)
+    worker.start()
     _Health.ready.set()
-    _LOG.info("reconciling GPU nodes in namespace %s", settings.namespace)
-    loop.run(stop)
+    _LOG.info("reconciling GPU nodes in namespace %s as %s", settings.namespace, identity)
+    lost = elector.lost if elector is not None else threading.Event()
+    while not stop.wait(0.5) and not lost.is_set() and worker.is_alive():
+        pass
+    _LOG.info("stopping: %s", "the Lease was lost" if lost.is_set() else "asked to")
+    stop.set()
+    loop.wake.set()
+    worker.join(timeout=SHUTDOWN_SECONDS)
+    loop.close()
     health.shutdown()
-    if elector is not None and elector.lost.is_set():
-        sys.stderr.write(f"{PROGRAM}: lost the leader Lease; exiting so that a new candidate takes over\n")
+    metrics.leader.set(0)
+    if lost.is_set():
+        sys.stderr.write(f"{PROGRAM}: another replica took the leader Lease; exiting so that this pod restarts as a "
+                         "candidate\n")
         return 1
+    if elector is not None and not worker.is_alive():
+        elector.release()
+    elif worker.is_alive():
+        _LOG.warning("the action under way did not finish within %.0f s; exiting without releasing the Lease "
+                     "(a standby takes over when it expires)", SHUTDOWN_SECONDS)
     return 0

@@ -2,8 +2,9 @@
 
 Each informer lists its resource once (replacing its copy: objects deleted while the watch was down go too), then
 watches from the list's resourceVersion with lightkube. When the watch fails (the API server restarts, the
-resourceVersion expired with `410 Gone`, a network error) it waits with exponential backoff and lists again. A
-resync lists again on a timer as well, the way client-go's informers resync, so a missed event is repaired.
+resourceVersion expired with `410 Gone`, a network error) it waits with exponential backoff (at most 8 s, so a
+restarted API server is seen again within seconds) and lists again; it never gives up. A resync lists again on a
+timer as well, the way client-go's informers resync, so a missed event is repaired.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import httpx2
 import msgspec
 from lightkube import Client
 from lightkube.core import decoders
 
+from gpu_operator.agents.kube.errors import kube_error
+
 __all__ = ["Informer", "warm_decoders"]
 
 _LOG = logging.getLogger(__name__)
-_BACKOFF_START, _BACKOFF_MAX = 0.5, 30.0
+_BACKOFF_START, _BACKOFF_MAX = 0.5, 8.0
 
 
 def warm_decoders(resources: Iterable[type]) -> None:
@@ -39,6 +43,10 @@ def warm_decoders(resources: Iterable[type]) -> None:
         with contextlib.suppress(msgspec.ValidationError):
             decoders.decode_object(b'{"metadata": {"name": "warm-up"}}', resource)
         decoders.decode_list(b'{"items": [], "metadata": {}}', resource)
+
+
+def _reason(error: Exception) -> str:
+    return str(kube_error(error)) if isinstance(error, httpx2.HTTPError) else f"{type(error).__name__}: {error}"
 
 
 def _key(obj: Any) -> str:
@@ -88,7 +96,9 @@ class Informer:
         if self._namespace is not None:
             kwargs["namespace"] = self._namespace
         deadline = time.monotonic() + self._resync
-        for kind, obj in self._client.watch(self._resource, resource_version=version, **kwargs):
+        events = self._client.watch(self._resource, resource_version=version, server_timeout=max(1, int(self._resync)),
+                                    **kwargs)
+        for kind, obj in events:
             with self._lock:
                 if kind == "DELETED":
                     self._objects.pop(_key(obj), None)
@@ -105,6 +115,6 @@ class Informer:
                 self._watch(self._list())
                 backoff = _BACKOFF_START
             except Exception as error:  # any failure of the API: back off, then list again
-                _LOG.warning("watch of %s failed (%s); listing again in %.1f s", self.name, error, backoff)
+                _LOG.warning("watch of %s failed (%s); listing again in %.1f s", self.name, _reason(error), backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX)

@@ -3,8 +3,15 @@
 A round starts when a watched object changes (Nodes; the driver and validator pods, DaemonSets and
 ControllerRevisions of the operator's namespace) or when the plan's requeue time comes (while pods are being
 evicted, at a timeout's deadline, else at the resync). Events arriving during a round are batched into the next.
-A round that fails (the API refused a write) is retried with backoff and counted in
-`gpu_operator_reconciliation_failed_total`; the state on the API is always the truth a new round starts from.
+
+The API server may throttle, restart or stall at any time, so each write is an action of its own: one that still
+fails after the client's retries (:mod:`gpu_operator.agents.kube.transport`) is logged with its reason, counted in
+`gpu_operator_controller_failed_actions_total`, and the round goes on with the others; the next round plans it
+again from what the API then says (the API's state is always the truth a round starts from). A node whose pods
+could not be counted is left alone for the round, so a failed read never looks like "no pods left". Two things
+end a round early: the fence (this replica no longer holds its Lease within the renew deadline: nothing more is
+written, and no round starts until the Lease is renewed or lost) and the stop event (SIGTERM: the action under
+way finishes, the rest are abandoned). Only a bug raises out of a round with a traceback.
 """
 
 from __future__ import annotations
@@ -12,20 +19,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from lightkube import ApiError, Client
+import httpx2
+from lightkube import Client, operators
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import ControllerRevision, DaemonSet
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import ConfigMap, Event, Node, Pod
-from lightkube import operators
 
 from gpu_operator.agents.controller.actuator import Actuator
 from gpu_operator.agents.controller.cluster_state import (
     ClusterState,
     DaemonSetFacts,
+    NodePods,
     daemonset_facts,
     node_facts,
     pod_facts,
@@ -35,24 +43,34 @@ from gpu_operator.agents.controller.metrics import OPERATOR_ERROR, ControllerMet
 from gpu_operator.agents.controller.reconcile import Plan, UpgradeEvent, nodes_needing_pods, reconcile
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
+from gpu_operator.agents.kube.errors import KubeError, NotFound, NotLeader, kube_error
 from gpu_operator.upgrade.revisions import newest_revisions
 
 __all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop"]
 
 _LOG = logging.getLogger(__name__)
 _DEBOUNCE_SECONDS = 0.1
+_FENCED_RECHECK_SECONDS = 0.5
+_SYNC_REPORT_SECONDS = 60.0
 _COMPONENT = "gpu-operator-controller"
 #: Events of a cluster-scoped object (a Node) live in `default`, as the kubelet's and NVIDIA's do: the API server
 #: accepts a Node's event in no other namespace.
 EVENT_NAMESPACE = "default"
 #: Every type the controller's threads decode (see informer.warm_decoders).
 DECODED = (Node, Pod, DaemonSet, ControllerRevision, ConfigMap, Event, Lease, Pod.Eviction)
+#: What an API call may raise once the client has retried: lightkube's and httpx's errors, or ours.
+API_ERRORS = (httpx2.HTTPError, KubeError)
+
+
+def _failure(error: Exception) -> KubeError:
+    return kube_error(error) if isinstance(error, httpx2.HTTPError) else error  # type: ignore[return-value]
 
 
 class ControllerLoop:
     def __init__(self, client: Client, settings: ControllerSettings, metrics: ControllerMetrics, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, stop: threading.Event | None = None) -> None:
         self._client, self._settings, self._metrics, self._clock = client, settings, metrics, clock
+        self.stop = stop or threading.Event()
         self.wake = threading.Event()
         ns, resync = settings.namespace, settings.resync_seconds
         apps = operators.in_([settings.driver_app, *settings.validator_apps])
@@ -65,17 +83,42 @@ class ControllerLoop:
                                  pod_deletion=settings.pod_deletion, drain=settings.drain, clock=clock)
         self._status: dict[str, str] | None = None
         self._status_written = 0.0
+        self._uncounted: set[str] = set()
         self.rounds = 0
         self.last_round = time.monotonic()
 
-    def start(self, timeout: float = 60.0) -> None:
-        """Start the watches one after the other, each once the one before has listed."""
+    def start(self) -> bool:
+        """Start the watches one after the other, each once the one before has listed; however long the API
+        server takes (each informer retries on its own), until `stop`. True once all are synced."""
         warm_decoders(DECODED)
-        deadline = time.monotonic() + timeout
         for informer in self._informers:
             informer.start()
-            if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"the watch of {informer.name} did not sync within {timeout:.0f} s")
+            waited = 0.0
+            while not informer.synced.wait(_SYNC_REPORT_SECONDS / 4):
+                if self.stop.is_set():
+                    return False
+                waited += _SYNC_REPORT_SECONDS / 4
+                if waited % _SYNC_REPORT_SECONDS == 0:
+                    _LOG.warning("the watch of %s has not listed after %.0f s; still trying", informer.name, waited)
+        return True
+
+    def close(self) -> None:
+        for informer in self._informers:
+            informer.stop()
+
+    # --- one round ----------------------------------------------------------------------------------------------
+
+    def _count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
+        counts, self._uncounted = {}, set()
+        for node in nodes:
+            try:
+                counts[node] = self.actuator.count_pods([node])[node]
+            except API_ERRORS as error:
+                self._uncounted.add(node)
+                self._metrics.failed_actions.labels("count-pods").inc()
+                _LOG.warning("could not read the pods of node %s (%s): leaving it as it is this round", node,
+                             _failure(error))
+        return counts
 
     def state(self) -> ClusterState:
         revisions = newest_revisions(self._revisions.items())
@@ -86,23 +129,42 @@ class ControllerLoop:
         state = ClusterState(nodes=nodes, pods=tuple(map(pod_facts, self._pods.items())), daemonsets=daemonsets)
         needing = nodes_needing_pods(state)
         self.actuator.forget(needing)
-        return ClusterState(nodes, state.pods, daemonsets, self.actuator.count_pods(needing),
+        return ClusterState(nodes, state.pods, daemonsets, self._count_pods(needing),
                             dict(self.actuator.blocked_since), dict(self.actuator.refusals))
 
+    def _act(self, kind: str, node: str, action: Callable[[], object]) -> bool:
+        """One write; False when it failed (logged and counted). NotLeader ends the round."""
+        if self.stop.is_set():
+            return False
+        try:
+            action()
+        except NotLeader:
+            raise
+        except API_ERRORS as error:
+            self._metrics.failed_actions.labels(kind).inc()
+            _LOG.warning("%s on node %s failed: %s; the next round tries again", kind, node, _failure(error))
+            return False
+        return True
+
     def round(self) -> Plan:
-        """One reconcile: observe, plan, write; returns the plan carried out."""
+        """One reconcile: observe, plan, write; returns the plan (the writes of uncounted nodes left out)."""
         started = time.monotonic()
         now = self._clock()
         state = self.state()
         plan = reconcile(state, self._settings, now)
-        for action in plan.pod_actions:
-            self.actuator.run_pod_action(action)
-            self._metrics.writes.labels(action.kind).inc()
-        for patch in plan.patches:
-            if self.actuator.patch_node(patch):
+        skipped = self._uncounted
+        for action in (a for a in plan.pod_actions if a.node not in skipped):
+            if self._act(action.kind, action.node, lambda action=action: self.actuator.run_pod_action(action)):
+                self._metrics.writes.labels(action.kind).inc()
+        for patch in (p for p in plan.patches if p.node not in skipped):
+            patched: list[bool] = []
+            if self._act("node-patch", patch.node, lambda patch=patch: patched.append(self.actuator.patch_node(patch))) \
+                    and patched[0]:
                 self._metrics.writes.labels("node-patch").inc()
-        for event in plan.events:
+        for event in (e for e in plan.events if e.node not in skipped):
             self._event(event, now)
+        if self.stop.is_set():
+            return plan
         operands = operand_status(state.daemonsets.values())
         summary = census(state, plan.observations, self._settings.upgrade.max_parallel_upgrades, operands)
         self._write_status(status_data(state, summary, operands))
@@ -120,42 +182,52 @@ class ControllerLoop:
             reason="GPUDriverUpgrade", message=event.message, type="Warning" if event.warning else "Normal",
             source=EventSource(component=_COMPONENT), firstTimestamp=stamp, lastTimestamp=stamp, count=1,
         )
-        try:
-            self._client.create(body)
+        # an event is a report: losing one must not stop the upgrade
+        if self._act("event", event.node, lambda: self._client.create(body)):
             self._metrics.writes.labels("event").inc()
-        except ApiError as error:  # an event is a report: losing one must not stop the upgrade
-            _LOG.warning("could not record the event for %s: %s", event.node, error)
 
     def _write_status(self, data: dict[str, str], min_interval: float = 5.0) -> None:
         if data == self._status or time.monotonic() - self._status_written < min_interval and self._status:
             return
         body = ConfigMap(metadata=ObjectMeta(name=STATUS_CONFIG_MAP, namespace=self._settings.namespace,
                                              labels={"app": "gpu-operator"}), data=data)
-        try:
+
+        def write() -> None:
             try:
                 self._client.replace(body)
-            except ApiError as error:
-                if error.status.code != 404:
+            except httpx2.HTTPError as error:
+                if not isinstance(kube_error(error), NotFound):
                     raise
                 self._client.create(body)
+
+        if self._act("status", "-", write):
             self._metrics.writes.labels("status").inc()
             self._status, self._status_written = data, time.monotonic()
-        except ApiError as error:
-            _LOG.warning("could not write the status ConfigMap: %s", error)
 
-    def run(self, stop: threading.Event) -> None:
-        """Reconcile until `stop` is set: on every wake, or when the last plan asked to come back."""
-        backoff, requeue = 1.0, 0.0
-        while not stop.is_set():
+    # --- the loop -----------------------------------------------------------------------------------------------
+
+    def run(self, leading: Callable[[], bool] = lambda: True) -> None:
+        """Reconcile until `stop` is set: on every wake, or when the last plan asked to come back; while
+        `leading()` is false (the Lease not renewed in time) nothing is planned or written."""
+        backoff, requeue, fenced = 1.0, 0.0, False
+        while not self.stop.is_set():
             self.wake.wait(timeout=requeue)
-            if stop.is_set():
+            if self.stop.wait(_DEBOUNCE_SECONDS):
                 return
-            stop.wait(_DEBOUNCE_SECONDS)
             self.wake.clear()
+            if not leading():
+                fenced, requeue = True, _FENCED_RECHECK_SECONDS
+                continue
+            if fenced:
+                fenced = False
+                _LOG.info("leading again: reconciling from what the API server says now")
             try:
                 requeue = self.round().requeue_after
                 backoff = 1.0
-            except Exception as error:  # a failed round is retried; the API's state is the truth to start from
+            except NotLeader as error:
+                _LOG.warning("%s; pausing until the Lease is renewed", error)
+                fenced, requeue = True, _FENCED_RECHECK_SECONDS
+            except Exception as error:  # a bug: said with its traceback, retried with backoff
                 _LOG.exception("reconcile failed: %s", error)
                 self._metrics.failed.inc()
                 self._metrics.status.set(OPERATOR_ERROR)

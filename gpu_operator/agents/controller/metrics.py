@@ -3,7 +3,7 @@
 NVIDIA's operator exports `gpu_operator_gpu_nodes_total`, `gpu_operator_reconciliation_*` (status 1 success, 0 not
 ready, -2 an operator error) and the upgrade census `gpu_operator_auto_upgrade_enabled`,
 `gpu_operator_nodes_upgrades_{in_progress,done,failed,available,pending}`; dashboards and alerts written for it
-keep working. Ours adds the reconcile duration, the API writes and the leader flag.
+keep working. Ours adds the reconcile duration, the API writes, the actions that failed and the leader flag.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class ControllerMetrics:
                                   buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10), registry=r)
         self.writes = Counter("gpu_operator_controller_writes", "Writes to the API server, by kind", ["kind"],
                               registry=r)
+        self.failed_actions = Counter("gpu_operator_controller_failed_actions",
+                                      "API calls that still failed after the client's retries, by kind; the next round "
+                                      "tries again", ["kind"], registry=r)
         self.leader = Gauge("gpu_operator_controller_leader", "1 while this replica leads", registry=r)
 
     def record(self, summary: Census, auto_upgrade: bool, now: float) -> None:

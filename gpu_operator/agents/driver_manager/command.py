@@ -23,6 +23,7 @@ from gpu_operator.agents.driver_manager.host import HostActions, HostProbe
 from gpu_operator.agents.driver_manager.kube import FIELD_MANAGER, NodeApi
 from gpu_operator.agents.driver_manager.run import DriverManager
 from gpu_operator.agents.driver_manager.settings import SettingsError, load_settings
+from gpu_operator.agents.kube.connect import connect
 from gpu_operator.agents.mig_manager.host_commands import Runner, command_runner
 from gpu_operator.agents.signals import SignalQueue, SignalSource
 
@@ -34,12 +35,13 @@ COMMAND_TIMEOUT_SECONDS = 120.0
 
 
 def kube_client(environ: Mapping[str, str]) -> Client:
-    """The pod's service account, else the kubeconfig KUBECONFIG names (else ~/.kube/config)."""
+    """The pod's service account, else the kubeconfig KUBECONFIG names (else ~/.kube/config), sending through
+    the agents' one retry policy."""
     try:
         config = KubeConfig.from_service_account()
     except ConfigError:
         config = KubeConfig.from_file(environ.get("KUBECONFIG") or "~/.kube/config")
-    return Client(config, field_manager=FIELD_MANAGER)
+    return connect(config.get(), field_manager=FIELD_MANAGER)
 
 
 def main(

@@ -6,19 +6,17 @@ ResourceClaims those pods hold (a pod with a claim NVIDIA's DRA driver allocated
 :mod:`.claims`) and `create` on pods/eviction. Node patches are JSON merge patches of the keys that change, so a concurrent writer of other
 labels (the operator, NFD) is never overwritten and no conflict can occur.
 
-Failures are sorted once, here: a connection error, a timeout, 409, 429 (outside evictions) and 5xx are
-transient and retried with exponential backoff; what still fails, and every other refusal, is a
-:class:`KubeFailure` carrying the server's message. An eviction answered 429 is not an error but
-:class:`EvictionRefused` (a disruption budget forbids it for now), which the decisions retry later; an
-eviction of a pod already gone (404) succeeded.
+Transient failures (a connection error, throttling, 5xx) are retried by the agents' one retry policy, in the
+client's transport (:mod:`gpu_operator.agents.kube.transport`); what still fails, and every other refusal, is a
+:class:`KubeFailure` carrying the server's message. An eviction answered 429 by a disruption budget is not an
+error but :class:`EvictionRefused` (it forbids it for now), which the decisions retry later; an eviction of a pod
+already gone (404) succeeded.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,10 +31,10 @@ from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, c
 from gpu_operator.agents.driver_manager.labels import CORDONED_ANNOTATION
 from gpu_operator.agents.driver_manager.pods import PodFacts, uses_gpu
 from gpu_operator.agents.driver_manager.snapshot import NodeFacts
+from gpu_operator.agents.kube.errors import kube_error
 
 __all__ = [
     "FIELD_MANAGER",
-    "Backoff",
     "EvictionRefused",
     "KubeFailure",
     "NodeApi",
@@ -45,9 +43,7 @@ __all__ = [
 ]
 
 FIELD_MANAGER = "gpu-operator-driver-manager"
-_TRANSIENT_CODES = frozenset({409, 429, 500, 502, 503, 504})
 _MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-_log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -59,22 +55,6 @@ class EvictionRefused(RuntimeError):
     """The Eviction API answered 429: a disruption budget does not allow it now."""
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Retries of transient failures: `attempts` in all, waiting `first` seconds, then `factor` times more."""
-
-    attempts: int = 6
-    first: float = 0.5
-    factor: float = 2.0
-    cap: float = 30.0
-
-    def delays(self) -> Iterable[float]:
-        delay = self.first
-        for _ in range(self.attempts - 1):
-            yield min(delay, self.cap)
-            delay *= self.factor
-
-
 def _code(error: ApiError) -> int:
     return int(getattr(error.status, "code", 0) or 0)
 
@@ -82,7 +62,7 @@ def _code(error: ApiError) -> int:
 def _message(error: Exception) -> str:
     if isinstance(error, ApiError):
         return f"{_code(error)} {error.status.message or error.status.reason or ''}".strip()
-    return f"{type(error).__name__}: {error}"
+    return str(kube_error(error))
 
 
 def _controller(meta: Any) -> str:
@@ -127,29 +107,16 @@ def node_facts(node: Node) -> NodeFacts:
 
 @dataclass
 class NodeApi:
-    """The requests about one node, with retries of transient failures."""
+    """The requests about one node; a failure (after the transport's retries) is a KubeFailure."""
 
     client: Client
     node: str
-    backoff: Backoff = Backoff()
-    sleep: Callable[[float], None] = time.sleep
 
     def _call(self, what: str, request: Callable[[], T]) -> T:
-        delays = iter(self.backoff.delays())
-        while True:
-            try:
-                return request()
-            except ApiError as error:
-                if _code(error) not in _TRANSIENT_CODES:
-                    raise KubeFailure(f"{what}: {_message(error)}") from None
-                failure: Exception = error
-            except httpx2.TransportError as error:
-                failure = error
-            delay = next(delays, None)
-            if delay is None:
-                raise KubeFailure(f"{what}: {_message(failure)} (gave up after {self.backoff.attempts} attempts)")
-            _log.warning("%s: %s; retrying in %.1f s", what, _message(failure), delay)
-            self.sleep(delay)
+        try:
+            return request()
+        except (ApiError, httpx2.HTTPError) as error:
+            raise KubeFailure(f"{what}: {_message(error)}") from None
 
     def read_node(self) -> NodeFacts:
         return node_facts(self._call(f"get node {self.node}", lambda: self.client.get(Node, self.node)))

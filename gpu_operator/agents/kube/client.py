@@ -1,21 +1,19 @@
 """`KubeClient`: a `lightkube.Client` shaped for the agents - plain dicts in and out, our exceptions, retries.
 
 The configuration is an explicit kubeconfig, else the first existing file in `$KUBECONFIG`, else the pod's
-service account when `$KUBERNETES_SERVICE_HOST` says it runs in a cluster; lightkube reads each. A call is retried
-with jittered exponential backoff while :func:`.errors.retryable` allows, then raises the exception of
-:mod:`.errors`. lightkube reopens every watch the server ends; so that ours ends on time, it runs on a client of
-its own, closed just before the server-side timeout.
+service account when `$KUBERNETES_SERVICE_HOST` says it runs in a cluster; lightkube reads each. Requests go
+through the agents' one retry policy (:mod:`.transport`: throttling, server errors and lost connections are
+retried with backoff up to a deadline); what still fails raises the exception of :mod:`.errors`. lightkube
+reopens every watch the server ends; so that ours ends on time, it runs on a client of its own, closed just
+before the server-side timeout.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,8 +22,10 @@ import yaml
 from lightkube import ALL_NS, Client, ConfigError, KubeConfig, SingleConfig
 from lightkube.types import CascadeType, PatchType
 
-from gpu_operator.agents.kube.errors import KubeConfigError, kube_error, retry_after, retryable
+from gpu_operator.agents.kube.connect import connect
+from gpu_operator.agents.kube.errors import KubeConfigError, kube_error
 from gpu_operator.agents.kube.resources import Resource, generic_model
+from gpu_operator.agents.kube.transport import RetryPolicy
 
 __all__ = ["SERVICE_ACCOUNT_DIR", "KubeClient", "PatchType", "RetryPolicy", "load_config"]
 
@@ -54,25 +54,6 @@ def load_config(environ: Mapping[str, str] | None = None, kubeconfig: str | None
         raise KubeConfigError(f"unusable Kubernetes configuration: {error}") from error
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """`attempts` tries (the first included), waiting `initial_delay` doubled each time up to `max_delay`,
-    +/- `jitter`, and at least the server's `Retry-After` up to `max_retry_after`."""
-
-    attempts: int = 5
-    initial_delay: float = 0.25
-    max_delay: float = 8.0
-    max_retry_after: float = 30.0
-    jitter: float = 0.2
-    random: Callable[[], float] = field(default=random.random, compare=False, repr=False)
-
-    def delay(self, retry: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number `retry` (1 for the first retry)."""
-        backoff = min(self.max_delay, self.initial_delay * 2 ** (retry - 1))
-        backoff *= 1.0 + self.jitter * (2.0 * self.random() - 1.0)
-        return max(backoff, min(retry_after or 0.0, self.max_retry_after))
-
-
 def _namespace(resource: Resource, namespace: str | None, *, required: bool = True) -> str | None:
     if not resource.namespaced and namespace:
         raise ValueError(f"{resource.plural} are cluster-scoped; no namespace applies")
@@ -85,9 +66,9 @@ class KubeClient:
     """API calls against one cluster; `namespace` is the configuration's context namespace, if it names one."""
 
     def __init__(self, config: SingleConfig, *, retry: RetryPolicy = RetryPolicy(), timeout: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] | None = None) -> None:
         self.config, self.namespace = config, config.context.namespace
-        self._retry, self._timeout, self._sleep = retry, httpx2.Timeout(timeout), sleep
+        self._retry, self._timeout, self._sleep = retry, timeout, sleep
         self._client = self._new_client()
 
     @classmethod
@@ -97,55 +78,48 @@ class KubeClient:
 
     def _new_client(self) -> Client:
         try:
-            return Client(self.config, timeout=self._timeout)
+            return connect(self.config, retry=self._retry, timeout=self._timeout, sleep=self._sleep)
         except _CONFIG_ERRORS as error:
             raise KubeConfigError(f"unusable configuration for {self.config.cluster.server}: {error}") from error
 
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, method: str, what: str, call: Callable[[], T]) -> T:
-        for attempt in range(1, self._retry.attempts + 1):
-            try:
-                return call()
-            except (httpx2.HTTPError, ConfigError) as error:
-                failure = kube_error(error)
-                if attempt == self._retry.attempts or not retryable(method, error, failure):
-                    raise failure from error
-                delay = self._retry.delay(attempt, retry_after(error))
-                _log.warning("%s %s: %s; retrying in %.2fs (attempt %d of %d)", method, what, failure, delay,
-                             attempt + 1, self._retry.attempts)
-                self._sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+    def _call(self, call: Callable[[], T]) -> T:
+        """`call`, its failure (after the transport's retries) raised as the exception of :mod:`.errors`."""
+        try:
+            return call()
+        except (httpx2.HTTPError, ConfigError) as error:
+            raise kube_error(error) from error
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         """One object; NotFound when it does not exist."""
         ns = _namespace(resource, namespace)
-        return dict(self._call("GET", name, lambda: self._client.get(generic_model(resource), name, namespace=ns)))
+        return dict(self._call(lambda: self._client.get(generic_model(resource), name, namespace=ns)))
 
     def list(self, resource: Resource, namespace: str | None = None, *, labels: Selector | None = None,
              fields: Selector | None = None, page_size: int = 500) -> list[Object]:
         """Every matching object, all pages read; `namespace` None lists across namespaces."""
         ns, model = _namespace(resource, namespace, required=False), generic_model(resource)
-        return self._call("GET", resource.plural, lambda: [dict(item) for item in self._client.list(
+        return self._call(lambda: [dict(item) for item in self._client.list(
             model, namespace=ns, chunk_size=page_size, labels=labels, fields=fields)])
 
     def create(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Object:
         """Create an object (`metadata.generateName` lets the server pick the name); AlreadyExists on a clash."""
         ns, obj = _namespace(resource, namespace), generic_model(resource)(body)
-        return dict(self._call("POST", resource.plural, lambda: self._client.create(obj, namespace=ns)))
+        return dict(self._call(lambda: self._client.create(obj, namespace=ns)))
 
     def replace(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Object:
         """Replace an object (PUT); Conflict when `metadata.resourceVersion` is stale."""
         ns, obj = _namespace(resource, namespace), generic_model(resource)(body)
-        return dict(self._call("PUT", body["metadata"]["name"], lambda: self._client.replace(obj, namespace=ns)))
+        return dict(self._call(lambda: self._client.replace(obj, namespace=ns)))
 
     def patch(self, resource: Resource, name: str, patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
               namespace: str | None = None, *, patch_type: PatchType = PatchType.MERGE) -> Object:
         """Patch an object: a merge patch (a partial object) by default, or a JSON patch (a list of operations)."""
         ns, model = _namespace(resource, namespace), generic_model(resource)
         body = dict(patch) if isinstance(patch, Mapping) else [dict(op) for op in patch]
-        return dict(self._call("PATCH", name, lambda: self._client.patch(model, name, body, namespace=ns,
+        return dict(self._call(lambda: self._client.patch(model, name, body, namespace=ns,
                                                                          patch_type=patch_type)))
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
@@ -153,7 +127,7 @@ class KubeClient:
         """Delete an object; NotFound when it is already gone."""
         ns, model = _namespace(resource, namespace), generic_model(resource)
         cascade = CascadeType(propagation_policy) if propagation_policy else None
-        self._call("DELETE", name, lambda: self._client.delete(model, name, namespace=ns,
+        self._call(lambda: self._client.delete(model, name, namespace=ns,
                                                                grace_period=grace_period_seconds, cascade=cascade))
 
     def watch(self, resource: Resource, namespace: str | None = None, *, labels: Selector | None = None,

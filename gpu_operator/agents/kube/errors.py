@@ -4,7 +4,8 @@ lightkube raises `lightkube.ApiError` (carrying the decoded `Status`) for error 
 `httpx2.HTTPStatusError` for answers it leaves undecoded (a watch's, or a body that is not JSON), an
 `httpx2.TransportError` when no answer came, and `lightkube.ConfigError` for unusable configuration.
 :func:`kube_error` maps each, by the status code (and the `Status` reason where one code has two meanings: 409
-`AlreadyExists` or `Conflict`). :func:`retryable` says which failures are worth another attempt.
+`AlreadyExists` or `Conflict`). Which failures are worth another attempt is the transport's to say
+(:mod:`.transport`); :class:`NotLeader` is what its write guard raises in a replica that lost its Lease.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from lightkube import ApiError as LightkubeApiError
 from lightkube import ConfigError
 
 __all__ = ["AlreadyExists", "ApiError", "ApiUnreachable", "Conflict", "Forbidden", "Gone", "KubeConfigError",
-           "KubeError", "NotFound", "ServerError", "TooManyRequests", "Unauthorized", "kube_error", "retry_after",
-           "retryable"]
+           "KubeError", "NotFound", "NotLeader", "ServerError", "TooManyRequests", "Unauthorized", "kube_error"]
 
 
 class KubeError(Exception): """Anything that kept a Kubernetes API call from succeeding."""
 class KubeConfigError(KubeError): """No usable API server configuration: no service account or kubeconfig, or bad."""
 class ApiUnreachable(KubeError): """The request got no HTTP answer: connection refused or reset, timeout, TLS."""
+class NotLeader(KubeError): """A write refused before it was sent: this replica does not hold its Lease with time to spare."""
 
 
 class ApiError(KubeError):
@@ -86,21 +87,3 @@ def kube_error(error: Exception) -> KubeError:
     if isinstance(error, ConfigError):
         return KubeConfigError(str(error))
     return KubeError(f"{type(error).__name__}: {error}")
-
-
-def retry_after(error: Exception) -> float | None:
-    """The seconds the server asked to wait before trying again (`Retry-After`), if it did."""
-    with contextlib.suppress(AttributeError, KeyError, ValueError):
-        return float(error.response.headers["retry-after"])  # type: ignore[attr-defined]
-    return None
-
-
-def retryable(method: str, error: Exception, failure: KubeError) -> bool:
-    """Throttling, a connection never made, a server error on an idempotent verb (or where the server asked to come
-    back), another lost answer on an idempotent verb (a POST that timed out may have created its object)."""
-    if isinstance(failure, TooManyRequests) or isinstance(error, httpx2.ConnectError | httpx2.ConnectTimeout):
-        return True
-    idempotent = method in ("GET", "PUT", "DELETE")
-    if isinstance(failure, ServerError):
-        return idempotent or retry_after(error) is not None
-    return idempotent and isinstance(failure, ApiUnreachable)

@@ -160,7 +160,7 @@ def test_a_drain_after_a_refused_deletion_starts_its_own_timeout() -> None:
 def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     """Item 15. The drain helper's Timeout (pod_manager.go SchedulePodEviction) runs from the first eviction
     attempt; refusals round after round do not restart the clock, and the node fails at first attempt + timeout."""
-    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts
+    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts, PodFacts
     from gpu_operator.agents.controller.reconcile import reconcile
     from gpu_operator.agents.controller.settings import ControllerSettings
     from gpu_operator.labels import LabellingPolicy
@@ -172,10 +172,12 @@ def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     settings = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(),
                                   pod_deletion=DrainOptions(timeout=300.0))
     nodes = {"gpu-0": NodeFacts("gpu-0", {STATE_LABEL: "pod-deletion-required"}, {}, True)}
+    driver = (PodFacts("driver-gpu-0", "gpu-0", "nvidia-driver-daemonset", "nvidia-driver-daemonset", "rev",
+                       ready=True, running_ready=True),)  # a managed node has a driver pod (BuildState)
     states = []
     for _ in range(40):  # one round every 10 s, as the requeue of a pod step does
         actuator.forget(["gpu-0"])
-        state = ClusterState(nodes, (), {}, actuator.count_pods(["gpu-0"]), dict(actuator.blocked_since),
+        state = ClusterState(nodes, driver, {}, actuator.count_pods(["gpu-0"]), dict(actuator.blocked_since),
                              dict(actuator.refusals))
         plan = reconcile(state, settings, now[0])
         for action in plan.pod_actions:

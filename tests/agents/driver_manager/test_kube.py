@@ -20,8 +20,8 @@ from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
 
+from gpu_operator.agents.driver_manager.command import kube_client
 from gpu_operator.agents.driver_manager.kube import (
-    Backoff,
     EvictionRefused,
     KubeFailure,
     NodeApi,
@@ -29,6 +29,7 @@ from gpu_operator.agents.driver_manager.kube import (
     pod_facts,
 )
 from gpu_operator.agents.driver_manager.labels import CORDONED_ANNOTATION
+from gpu_operator.agents.kube import RetryPolicy, connect
 
 
 def api_error(code: int, message: str = "nope") -> ApiError:
@@ -92,7 +93,7 @@ class FakeClient:
 
 def api(client: FakeClient) -> tuple[NodeApi, list[float]]:
     slept: list[float] = []
-    return NodeApi(client, "gpu-0", Backoff(attempts=4, first=1.0), slept.append), slept  # type: ignore[arg-type]
+    return NodeApi(client, "gpu-0"), slept  # type: ignore[arg-type]
 
 
 def test_patches_are_merge_patches_of_the_changed_keys_only() -> None:
@@ -118,16 +119,26 @@ def test_pods_are_listed_once_across_namespaces_by_node() -> None:
     assert client.calls[0][2] == {"namespace": "*", "fields": {"spec.nodeName": "gpu-0"}}
 
 
-def test_transient_failures_are_retried_with_backoff_then_reported() -> None:
-    client = FakeClient(api_error(503), httpx2.ConnectError("refused"), None)
-    node, slept = api(client)
-    node.set_labels({"k": "v"})
-    assert slept == [1.0, 2.0]
-    client = FakeClient(*[api_error(500)] * 4)
-    node, slept = api(client)
-    with pytest.raises(KubeFailure, match="gave up after 4 attempts"):
-        node.cordon()
-    assert slept == [1.0, 2.0, 4.0]
+def test_transient_failures_are_retried_by_the_agents_one_policy_then_reported(tmp_path: Any) -> None:
+    """The driver manager's client is the agents' shared one: throttling (plain text, as the API server's own
+    filter answers) and server errors are retried in its transport; what still fails is a KubeFailure."""
+    from tests.agents.kube.fake_apiserver import FakeApiServer
+
+    with FakeApiServer() as server:
+        server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0"}})
+        client = kube_client({"KUBECONFIG": str(server.kubeconfig(tmp_path))})
+        node = NodeApi(client, "gpu-0")
+        server.fail("PATCH", "/api/v1/nodes/gpu-0$", 429, text="Too many requests, please try again later.\n",
+                    retry_after="0")
+        server.fail("PATCH", "/api/v1/nodes/gpu-0$", 503, retry_after="0")
+        node.set_labels({"k": "v"})
+        assert server.get("nodes", "gpu-0")["metadata"]["labels"] == {"k": "v"}
+        assert len(server.requests_to("PATCH", "/api/v1/nodes/gpu-0$")) == 3
+        server.fail("GET", "/api/v1/nodes/gpu-0$", 500, times=100)
+        quick = connect(client._client.config, retry=RetryPolicy(attempts=3, initial_delay=0.001))
+        with pytest.raises(KubeFailure, match=r"get node gpu-0: 500 injected failure"):
+            NodeApi(quick, "gpu-0").read_node()
+        assert len(server.requests_to("GET", "/api/v1/nodes/gpu-0$")) == 3
 
 
 def test_a_refusal_is_not_retried() -> None:

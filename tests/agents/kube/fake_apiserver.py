@@ -67,6 +67,8 @@ DEFAULT_TYPES = (
     ResourceType("", "v1", "configmaps", "ConfigMap", True),
     ResourceType("", "v1", "events", "Event", True),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True),
+    ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures", "NodeFeature", True),
     ResourceType("gpu.pulumi-gpu-operator.io", "v1alpha1", "gpudevices", "GpuDevice", False),
 )
@@ -90,6 +92,8 @@ class _Fault:
     reason: str = ""
     retry_after: str | None = None
     drop: bool = False
+    text: str | None = None
+    """A plain-text body instead of a Status (what kube-apiserver's own filters answer, e.g. when throttling)."""
 
     def matches(self, method: str, path: str) -> bool:
         return self.times > 0 and self.method in ("*", method) and bool(self.pattern.search(path))
@@ -442,10 +446,11 @@ class FakeApiServer:
     # steering ----------------------------------------------------------------------------------------------------
 
     def fail(
-        self, method: str, path: str, status: int, *, times: int = 1, reason: str = "", retry_after: str | None = None
+        self, method: str, path: str, status: int, *, times: int = 1, reason: str = "", retry_after: str | None = None,
+        text: str | None = None,
     ) -> None:
-        """Answer the next `times` matching requests (`path` is a regex) with an error status."""
-        self._faults.append(_Fault(method, re.compile(path), times, status, reason, retry_after))
+        """Answer the next `times` matching requests (`path` is a regex) with an error status (a Status, or `text`)."""
+        self._faults.append(_Fault(method, re.compile(path), times, status, reason, retry_after, text=text))
 
     def drop(self, method: str, path: str, *, times: int = 1) -> None:
         """Close the connection without answering the next `times` matching requests."""
@@ -677,6 +682,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_text(self, status: int, text: str, retry_after: str | None) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        if retry_after:
+            self.send_header("Retry-After", retry_after)
+        self.end_headers()
+        self.wfile.write(data)
+
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -692,6 +707,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.drop:
             self.close_connection = True
             self.connection.shutdown(2)
+            return
+        if fault is not None and fault.text is not None:
+            self._send_text(fault.status, fault.text, fault.retry_after)
             return
         if fault is not None:
             extra = {"Retry-After": fault.retry_after} if fault.retry_after else None

@@ -24,7 +24,7 @@ from gpu_operator.agents.kube import (
     ServerError,
     TooManyRequests,
 )
-from gpu_operator.agents.kube.errors import kube_error, retry_after, retryable
+from gpu_operator.agents.kube.errors import kube_error
 
 REQUEST = httpx2.Request("GET", "https://10.0.0.1/api/v1/nodes/n1")
 
@@ -96,33 +96,3 @@ def test_no_answer_and_bad_configuration() -> None:
     assert str(unreachable) == "no answer from 10.0.0.1: ConnectError: [Errno 111] Connection refused"
     assert str(kube_error(httpx2.ReadError("reset"))) == "no answer from the API server: ReadError: reset"
     assert type(kube_error(ConfigError("Token file /t not found"))) is KubeConfigError
-
-
-@pytest.mark.parametrize(
-    ("method", "error", "expected"),
-    [
-        ("POST", lightkube_error(429, "TooManyRequests"), True),
-        ("GET", lightkube_error(503, "ServiceUnavailable"), True),
-        ("DELETE", lightkube_error(500, "InternalError"), True),
-        ("POST", lightkube_error(500, "InternalError"), False),
-        ("PATCH", lightkube_error(503, "ServiceUnavailable"), False),
-        ("POST", lightkube_error(503, "ServiceUnavailable", **{"Retry-After": "2"}), True),
-        ("GET", lightkube_error(404, "NotFound"), False),
-        ("GET", lightkube_error(409, "Conflict"), False),
-        ("POST", httpx2.ConnectError("refused", request=REQUEST), True),
-        ("POST", httpx2.ConnectTimeout("timed out", request=REQUEST), True),
-        ("GET", httpx2.RemoteProtocolError("disconnected", request=REQUEST), True),
-        ("POST", httpx2.RemoteProtocolError("disconnected", request=REQUEST), False),
-        ("POST", httpx2.ReadTimeout("timed out", request=REQUEST), False),
-        ("GET", ConfigError("no token"), False),
-    ],
-)
-def test_what_is_retried(method: str, error: Exception, expected: bool) -> None:
-    assert retryable(method, error, kube_error(error)) is expected
-
-
-def test_retry_after() -> None:
-    assert retry_after(lightkube_error(429, "TooManyRequests", **{"Retry-After": "3"})) == 3.0
-    assert retry_after(lightkube_error(429, "TooManyRequests", **{"Retry-After": "soon"})) is None
-    assert retry_after(lightkube_error(429, "TooManyRequests")) is None
-    assert retry_after(httpx2.ConnectError("refused", request=REQUEST)) is None

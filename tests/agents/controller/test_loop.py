@@ -1,0 +1,127 @@
+"""The controller's loop against the fake API server, through the agents' real client: a write that still fails
+fails only its own action, the fence ends a round before anything more is sent, SIGTERM abandons what is left,
+a slow API server delays the start instead of killing it, and no expected API error comes with a traceback."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+
+import httpx2
+import pytest
+from lightkube import Client
+
+from gpu_operator.agents.controller.loop import ControllerLoop
+from gpu_operator.agents.controller.metrics import ControllerMetrics
+from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.kube import NotLeader, RetryPolicy, connect
+from gpu_operator.labels import LabellingPolicy
+from gpu_operator.upgrade import UpgradePolicy
+from tests.agents.kube.fake_apiserver import FakeApiServer
+
+NS = "gpu-operator"
+THROTTLED = "Too many requests, please try again later.\n"
+NODES = ("gpu-0", "gpu-1", "gpu-2")
+
+
+def _node(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "labels": {"feature.node.kubernetes.io/pci-10de.present": "true"}}}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as running:
+        for name in NODES:
+            running.add(_node(name))
+        yield running
+
+
+def _loop(server: FakeApiServer, guard: Callable[[httpx2.Request], None] | None = None,
+          stop: threading.Event | None = None) -> tuple[ControllerLoop, ControllerMetrics]:
+    client: Client = connect(server.client().config, retry=RetryPolicy(attempts=3, initial_delay=0.001, jitter=0.0),
+                             guard=guard, interrupt=stop)
+    metrics = ControllerMetrics()
+    settings = ControllerSettings(NS, LabellingPolicy(), UpgradePolicy(), resync_seconds=60)
+    loop = ControllerLoop(client, settings, metrics, stop=stop)
+    assert loop.start()
+    return loop, metrics
+
+
+def _labelled(server: FakeApiServer) -> list[str]:
+    return sorted(name for name in NODES
+                  if server.get("nodes", name)["metadata"]["labels"].get("nvidia.com/gpu.present") == "true")
+
+
+def test_a_write_that_still_fails_fails_only_its_own_action(server: FakeApiServer,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    loop, metrics = _loop(server)
+    server.fail("PATCH", "/api/v1/nodes/gpu-1$", 429, times=3, text=THROTTLED)  # every try of the round
+    server.fail("POST", "/events$", 500, times=100)
+    with caplog.at_level(logging.WARNING):
+        loop.round()
+    assert _labelled(server) == ["gpu-0", "gpu-2"]
+    assert metrics.failed_actions.labels("node-patch")._value.get() == 1
+    failures = [r for r in caplog.records if "node-patch on node gpu-1 failed" in r.getMessage()]
+    assert failures and "Too many requests" in failures[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "an expected API error was logged with a traceback"
+    loop.round()  # the next round plans it again from what the API says
+    assert _labelled(server) == list(NODES)
+    loop.close()
+
+
+def test_the_fence_ends_the_round_before_anything_more_is_sent(server: FakeApiServer) -> None:
+    leading = [True]
+
+    def guard(request: httpx2.Request) -> None:
+        if not leading[0]:
+            raise NotLeader("the Lease was not renewed in time")
+        leading[0] = False  # the first write goes; the Lease is then late
+
+    loop, _ = _loop(server, guard)
+    with pytest.raises(NotLeader):
+        loop.round()
+    assert len([r for r in server.requests if r.method != "GET"]) == 1
+    loop.close()
+
+
+def test_stop_abandons_the_rest_of_the_round(server: FakeApiServer) -> None:
+    stop = threading.Event()
+    loop, _ = _loop(server, guard=lambda request: stop.set(), stop=stop)  # SIGTERM arrives during the first write
+    loop.round()
+    assert len([r for r in server.requests if r.method != "GET"]) == 1
+    loop.close()
+
+
+def test_run_plans_nothing_while_not_leading_and_returns_on_stop(server: FakeApiServer) -> None:
+    stop = threading.Event()
+    loop, _ = _loop(server, stop=stop)
+    leading = [False]
+    runner = threading.Thread(target=loop.run, args=(lambda: leading[0],), daemon=True)
+    runner.start()
+    loop.wake.set()
+    runner.join(timeout=0.6)
+    assert _labelled(server) == []  # fenced: no round ran
+    leading[0] = True
+    loop.wake.set()
+    deadline = threading.Event()
+    for _ in range(100):
+        if _labelled(server) == list(NODES):
+            break
+        deadline.wait(0.05)
+    assert _labelled(server) == list(NODES)
+    stop.set()
+    loop.wake.set()
+    runner.join(timeout=5)
+    assert not runner.is_alive()
+    loop.close()
+
+
+def test_the_start_waits_for_an_api_server_that_refuses_lists(server: FakeApiServer) -> None:
+    """A watch that has not listed after a while is not an error: the informer keeps trying (the old loop raised
+    TimeoutError after 60 s and the controller exited)."""
+    server.fail("GET", "/api/v1/nodes$", 503, times=6)  # two lists of three tries each
+    loop, _ = _loop(server)
+    assert len(server.requests_to("GET", "/api/v1/nodes$")) >= 7
+    loop.close()
