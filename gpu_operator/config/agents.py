@@ -28,7 +28,7 @@ from gpu_operator.config.aks import check_resource_group
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import DIGEST_PATTERN
 from gpu_operator.config.clusterpolicy.image_reference import check_path, check_repository, check_tag_or_digest
-from gpu_operator.config.kube import ImagePullPolicy
+from gpu_operator.config.kube import DnsSubdomain, ImagePullPolicy
 
 __all__ = [
     "AGENT_OPERANDS",
@@ -94,7 +94,7 @@ class AgentsImage(ConfigModel):
     tag: str = Field(default=__version__, description="default: this package's version")
     digest: str = ""
     pull_policy: ImagePullPolicy = "IfNotPresent"
-    pull_secrets: tuple[str, ...] = ()
+    pull_secrets: tuple[DnsSubdomain, ...] = ()
 
     @field_validator("repository")
     @classmethod

@@ -39,7 +39,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.errors import ConfigError, problems_from_validation_error
-from gpu_operator.config.pools import Zone, check_kubernetes_version, check_pool_name, zone_strings
+from gpu_operator.config.pools import Zone, check_kubernetes_version, check_pool_name, check_zones, zone_strings
 
 __all__ = ["AksSpec", "Credentials", "KubeloginMode", "SystemPool", "check_resource_group", "parse_aks"]
 
@@ -76,6 +76,11 @@ class SystemPool(ConfigModel):
     @classmethod
     def _zone_strings(cls, value: Any) -> Any:
         return zone_strings(value)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones_once(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return check_zones(values)
 
 
 class AksSpec(ConfigModel):

@@ -8,26 +8,48 @@ Scalars follow one rule: a value is taken as the type YAML (or JSON) gives it, n
 numbers and booleans. A number where a string belongs is refused (quote it: `version: "550"`), and so is a string
 where a boolean or a whole number belongs (`enabled: "false"`, `enabled: yes` in YAML 1.2 terms, `count: "2"`):
 write `true`/`false` and numbers unquoted. Fields declared `bool` or `int` (optionally `| None`) are made strict
-when their model class is created, so every model follows the rule without spelling it per field.
+when their model class is created, so every model follows the rule without spelling it per field. A whole number
+must also fit the 64-bit integer Kubernetes stores (an `int64`, Go's `int`): the API server refuses a larger one,
+so `timeoutSeconds: 99999999999999999999` is refused here, naming the key.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ConfigModel"]
+__all__ = ["INT32_MAX", "INT64_MAX", "ConfigModel", "Int32"]
+
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+
+def _fits(bits: int, maximum: int) -> AfterValidator:
+    def check(value: int) -> int:
+        if not -maximum - 1 <= value <= maximum:
+            bound = f"at most {maximum}" if value > 0 else f"at least {-maximum - 1}"
+            raise ValueError(f"{value} does not fit the {bits}-bit integer Kubernetes stores here: give {bound}")
+        return value
+    return AfterValidator(check)
+
+
+_INT64 = Annotated[int, Strict(), _fits(64, INT64_MAX)]
+#: A whole number Kubernetes keeps in 32 bits (probe timings, ports): `Int32` or `Int32 | None` in a model.
+Int32 = Annotated[int, Strict(), _fits(32, INT32_MAX)]
 
 
 #: Annotations (as written under `from __future__ import annotations`) → their strict form: no string or number
-#: converted to a boolean, no string, float or boolean to a whole number.
+#: converted to a boolean, no string, float or boolean to a whole number, and no whole number beyond int64.
 _STRICT_SCALARS: dict[str, Any] = {
     "bool": Annotated[bool, Strict()],
     "bool | None": Optional[Annotated[bool, Strict()]],  # noqa: UP045 - a runtime object, not an annotation
-    "int": Annotated[int, Strict()],
-    "int | None": Optional[Annotated[int, Strict()]],  # noqa: UP045
+    "int": _INT64,
+    "int | None": Optional[_INT64],  # noqa: UP045
+    "int | str": Union[_INT64, str],  # noqa: UP007
+    "tuple[int, ...]": tuple[_INT64, ...],
+    "tuple[int, ...] | None": Optional[tuple[_INT64, ...]],  # noqa: UP045
 }
 
 

@@ -21,6 +21,11 @@ plain-HTTP download can be replaced on the way. Credentials never go into a URL 
 files and the Pulumi state). An air-gapped site without an HTTPS mirror downloads the chart once
 (`helm pull`) and gives its `path`.
 
+A `chartVersion` is one exact version (SemVer, as `Chart.yaml` gives it): Helm would also take a range (`>=26.0`,
+`~0.19`, `0.19.x`), and then install whatever is newest when `pulumi up` runs instead of the chart the stack's
+values are written for, so :func:`check_chart_version` refuses ranges, `latest` (no chart has that version) and a
+leading `v` (which a local chart's `Chart.yaml` never matches).
+
 A relative `path` is read against the directory of the config document or stack file it is written in; in the
 Pulumi program, against the program's working directory, which Pulumi sets to the project's `main` directory
 (`stacks/`, where the stack files are too), so both readings name the same file. It is handed to Helm as
@@ -29,6 +34,7 @@ written.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Self
 from collections.abc import Callable
@@ -38,7 +44,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
 
-__all__ = ["SOURCE_KINDS", "ChartLocation", "ChartSource", "ChartSourceKind", "PublishedChart"]
+__all__ = ["SOURCE_KINDS", "ChartLocation", "ChartSource", "ChartSourceKind", "PublishedChart", "check_chart_version"]
 
 ChartSourceKind = Literal["repository", "oci", "path"]
 
@@ -46,6 +52,32 @@ ChartSourceKind = Literal["repository", "oci", "path"]
 SOURCE_KINDS: tuple[ChartSourceKind, ...] = ("repository", "oci", "path")
 
 _DOWNLOAD_IT = "download the chart once (helm pull) and give its path: instead"
+
+#: SemVer 2 (semver.org's grammar, which Helm's chart versions follow).
+_SEMVER = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(-((0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?"
+)
+#: What makes a version text a range for Helm's constraint parser (Masterminds/semver).
+_RANGE_MARKS = ("<", ">", "=", "~", "^", "*", "x", "X", "||", " - ", ",", " ")
+
+
+def check_chart_version(value: str, pinned: str) -> str:
+    """One exact chart version; `pinned` is the version the stack's values are written for (for the message)."""
+    if _SEMVER.fullmatch(value):
+        return value
+    if value.lower() in ("latest", "stable", "main", "master"):
+        raise ValueError(f"{value!r} is not a chart version (a chart repository has no {value!r}): pin one, e.g. "
+                         f"{pinned!r}, the version the stack's values are written for")
+    if value[:1] in "vV" and _SEMVER.fullmatch(value[1:]):
+        raise ValueError(f"{value!r}: chart versions are written without the 'v' ({value[1:]!r}), as Chart.yaml "
+                         "gives them")
+    if any(mark in value.strip() for mark in _RANGE_MARKS) or value.count(".") < 2:
+        raise ValueError(f"{value!r} is a version range for Helm: it would install whatever is newest when pulumi "
+                         f"up runs, not the chart the stack's values are written for; pin one version, e.g. "
+                         f"{pinned!r}")
+    raise ValueError(f"{value!r} is not a chart version: give one SemVer version such as {pinned!r}")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gpu_operator.config.base import ConfigModel
-from gpu_operator.config.kube import ResourceRequirements
+from gpu_operator.config.kube import ObjectName, ResourceRequirements
 
 __all__ = ["ControllerSpec"]
 
@@ -30,4 +30,4 @@ class ControllerSpec(ConfigModel):
     rollout_timeout_seconds: int = Field(default=3600, ge=60, description="with wait_for_driver_rollout")
     resources: ResourceRequirements = ResourceRequirements(
         requests={"cpu": "100m", "memory": "96Mi"}, limits={"cpu": "500m", "memory": "256Mi"})
-    priority_class_name: str = "system-node-critical"
+    priority_class_name: ObjectName = "system-node-critical"

@@ -7,7 +7,6 @@ refuse at start-up on the node is refused here, at `pulumi preview`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
@@ -15,9 +14,12 @@ from pydantic import Field, field_validator, model_validator
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.plugins import MigStrategy
 from gpu_operator.config.yaml_reader import parse_yaml_value
+from gpu_operator.facts.kube_names import is_dns_subdomain
 
 __all__ = [
     "MAX_MPS_REPLICAS",
+    "MAX_RESOURCE_NAME_LENGTH",
+    "RESOURCE_PREFIX",
     "MAX_TIME_SLICING_REPLICAS",
     "DeviceFlags",
     "DevicePluginConfig",
@@ -30,9 +32,12 @@ __all__ = [
     "ResourcesSpec",
     "SharingSpec",
     "parse_device_plugin_config",
+    "resource_name",
 ]
 
-_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
+#: The plugin's resource names (api/config/v1 consts.go): `nvidia.com/<name>`, at most 63 characters in all.
+RESOURCE_PREFIX = "nvidia.com"
+MAX_RESOURCE_NAME_LENGTH = 63
 #: Time-slicing replicas per GPU, at most: AKS runs at most 250 pods on a node (its `maxPods` ceiling), and each
 #: replica is a device for one pod, so more replicas than pods on the node could never all be allocated.
 MAX_TIME_SLICING_REPLICAS = 250
@@ -87,6 +92,19 @@ class ResourcesSpec(ConfigModel):
     mig: tuple[ResourcePattern, ...] = ()
 
 
+def resource_name(value: str) -> str:
+    """NVIDIA's `NewResourceName` (api/config/v1 resources.go), for `name` and `rename` alike: `nvidia.com/` is
+    prepended when missing, the whole name is at most 63 characters, and the part after the prefix is a DNS-1123
+    subdomain (so a name under another domain, `example.com/gpu`, is refused)."""
+    qualified = value if value.startswith(f"{RESOURCE_PREFIX}/") else f"{RESOURCE_PREFIX}/{value}"
+    short = qualified.partition("/")[2]
+    if len(qualified) > MAX_RESOURCE_NAME_LENGTH or not is_dns_subdomain(short):
+        raise ValueError(f"{value!r} is not a device-plugin resource name: {RESOURCE_PREFIX}/ and lower-case "
+                         f"letters, digits, '-' and '.' (such as 'nvidia.com/gpu' or 'gpu.shared'), at most "
+                         f"{MAX_RESOURCE_NAME_LENGTH} characters in all")
+    return qualified
+
+
 class ReplicatedResource(ConfigModel):
     """One resource shared `replicas` ways (`nvidia.com/gpu` with replicas 4 → 4 pods per GPU)."""
 
@@ -95,14 +113,10 @@ class ReplicatedResource(ConfigModel):
     devices: Literal["all"] | int | tuple[int | str, ...] = "all"
     replicas: int = Field(description="how many pods may share each device; at least 2")
 
-    @field_validator("name")
+    @field_validator("name", "rename")
     @classmethod
-    def _resource_name(cls, value: str) -> str:
-        qualified = value if "/" in value else f"nvidia.com/{value}"
-        prefix, _, short = qualified.partition("/")
-        if prefix != "nvidia.com" or not _RESOURCE_NAME.match(short) or len(qualified) > 63:
-            raise ValueError(f"{value!r} is not a resource name such as 'nvidia.com/gpu' (at most 63 characters)")
-        return qualified
+    def _resource_name(cls, value: str | None) -> str | None:
+        return None if value is None else resource_name(value)
 
     @field_validator("replicas")
     @classmethod

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError, field_validator
 from gpu_operator.config.agents import AgentsConfig
 from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.base import ConfigModel
-from gpu_operator.config.chart_source import ChartSource, PublishedChart
+from gpu_operator.config.chart_source import ChartSource, PublishedChart, check_chart_version
 from gpu_operator.config.cluster import ClusterFacts
 from gpu_operator.config.controller import ControllerSpec
 from gpu_operator.config.clusterpolicy.spec import ClusterPolicySpec
@@ -92,6 +92,11 @@ class NfdSpec(ConfigModel):
     chart_version: str = Field(default=NFD_CHART.version, description="version of the node-feature-discovery chart")
     chart: ChartSource = Field(default=ChartSource(), description="where Helm gets the chart; default: upstream")
     values: dict[str, Any] = Field(default=NFD_SUBCHART_VALUES, description="values of the node-feature-discovery chart")
+
+    @field_validator("chart_version")
+    @classmethod
+    def _exact_version(cls, value: str) -> str:
+        return check_chart_version(value, NFD_CHART.version)
 
 
 _CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")

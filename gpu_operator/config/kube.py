@@ -3,6 +3,12 @@
 These mirror the core/v1 types field for field (the ClusterPolicy CRD embeds them), so a value copied from a
 Pod spec is accepted unchanged and renders back unchanged, quantities in the API server's spelling (`1024Mi` is
 rendered `1Gi`, :mod:`gpu_operator.render.stored`).
+
+Strings that the API server or another program parses again are checked here with the same rules
+(:mod:`gpu_operator.facts`): quantities, names of the objects a field refers to (ConfigMaps, Secrets, priority
+and runtime classes: DNS-1123 subdomains), label maps (qualified keys, label values), annotation keys, and label
+selectors as the drain helper reads them. Counts that may be percentages (`maxUnavailable`, `maxSurge`) are
+checked by :func:`count_or_percent`, which also refuses a 0 that would mean "never".
 """
 
 from __future__ import annotations
@@ -10,9 +16,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, PlainValidator
 
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.facts.kube_names import is_dns_label, is_dns_subdomain, is_label_value, is_qualified_name
+from gpu_operator.facts.label_selector import parse_selector
 from gpu_operator.facts.quantity import QuantityError, canonical_quantity
 
 __all__ = [
@@ -28,21 +36,41 @@ __all__ = [
     "PodSecurityContext",
     "RelabelConfig",
     "ImagePullPolicy",
+    "AnnotationMap",
     "DnsLabel",
     "DnsSubdomain",
     "LabelMap",
+    "ObjectName",
+    "PodSelector",
+    "count_or_percent",
 ]
 
 _QUANTITY = re.compile(r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?\Z")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+#: A size written with a byte unit, or a suffix in the wrong case (`10GB`, `10gib`, `512mb`).
+_BYTE_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgtpe])(i?)b?", re.IGNORECASE)
+_PERCENT = re.compile(r"^([0-9]+)%\Z")
 
 
-def _quantity(value: int | str) -> int | str:
+def _quantity_hint(text: str) -> str:
+    """The quantities a size written the way people write bytes most likely meant."""
+    match = _BYTE_SIZE.fullmatch(text)
+    if match is None:
+        return ""
+    number, unit = match.group(1), match.group(2).upper()
+    return f"; did you mean {number}{unit}i (binary) or {number}{'k' if unit == 'K' else unit} (decimal)?"
+
+
+def _quantity(value: object) -> int | str:
     """The API's quantity pattern, and a number the API server stores as written (not `1000E`, which it stores as
-    `1`); the render writes it in the server's spelling."""
+    `1`); the render writes it in the server's spelling. A YAML number with a fraction is not converted."""
+    if isinstance(value, float):
+        raise ValueError(f"{value} is read as a number with a fraction, which is not converted: quote it as a "
+                         f"quantity, e.g. '{value:g}' or with a suffix such as '500m'")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        got = str(value).lower() if isinstance(value, bool) else "a mapping or list"
+        raise ValueError(f"must be a quantity such as 500m, 1Gi or 2, got {got}")
     if isinstance(value, str) and not _QUANTITY.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 1Gi, 2)")
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 1Gi, 2){_quantity_hint(value)}")
     try:
         canonical_quantity(value)
     except QuantityError as error:
@@ -51,21 +79,85 @@ def _quantity(value: int | str) -> int | str:
 
 
 def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
+    if not is_dns_label(value):
         raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)")
     return value
 
 
 def _dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if not is_dns_subdomain(value):
         raise ValueError(f"{value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')")
     return value
 
 
-Quantity = Annotated[int | str, AfterValidator(_quantity)]
+def _object_name(value: str) -> str:
+    """The name of an object a field refers to; empty means none."""
+    if value and not is_dns_subdomain(value):
+        hint = f" (perhaps {value.lower()!r})" if is_dns_subdomain(value.lower()) else ""
+        raise ValueError(f"{value!r} is not an object name: lower-case letters, digits, '-' and '.', at most 253, "
+                         f"starting and ending with a letter or digit{hint}")
+    return value
+
+
+def _label_map(values: dict[str, str]) -> dict[str, str]:
+    for key, value in values.items():
+        _annotation_key(key)
+        if not is_label_value(value):
+            raise ValueError(f"{key}: {value!r} is not a label value (at most 63 letters, digits, '-', '_' and "
+                             "'.', starting and ending with a letter or digit; quote numbers and booleans)")
+    return values
+
+
+def _annotation_key(key: str) -> str:
+    if not is_qualified_name(key):
+        raise ValueError(f"{key!r} is not a label or annotation key such as 'team' or 'example.com/team' (a name "
+                         "of at most 63 letters, digits, '-', '_' and '.', with an optional DNS-subdomain prefix)")
+    return key
+
+
+def _annotation_map(values: dict[str, str]) -> dict[str, str]:
+    for key in values:
+        _annotation_key(key)
+    return values
+
+
+def _pod_selector(text: str) -> str:
+    try:
+        parse_selector(text)
+    except ValueError as error:
+        raise ValueError(f"{text!r} is not a label selector ({error}): write it as `kubectl get pods -l` takes it, "
+                         "e.g. 'app=web,tier in (a,b),!canary'") from None
+    return text
+
+
+def count_or_percent(value: int | str, what: str, zero: str | None = None) -> int | str:
+    """An int-or-string such as `maxUnavailable`: a count (a number or digit string) or a percentage of at most
+    100%. `zero` says why 0 is refused where it would mean "never" (None: 0 is allowed)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number of {what} such as 1 or a percentage such as '25%', got "
+                         f"{str(value).lower()}")
+    text = str(value)
+    percent = _PERCENT.match(text)
+    if not (text.isdigit() and text.isascii() or percent):
+        raise ValueError(f"{value!r} must be a number of {what} such as 1 or a percentage such as '25%'")
+    if percent and int(percent.group(1)) > 100:
+        raise ValueError(f"{text} is more than 100% of the {what}: give at most '100%'")
+    if zero is not None and int(percent.group(1) if percent else text) == 0:
+        raise ValueError(f"{value!r} {zero}")
+    return value
+
+
+Quantity = Annotated[int | str, PlainValidator(_quantity)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsSubdomain = Annotated[str, AfterValidator(_dns_subdomain)]
-LabelMap = dict[str, str]
+#: The name of a ConfigMap, Secret or class a field refers to; "" where the field is optional.
+ObjectName = Annotated[str, AfterValidator(_object_name)]
+#: Labels: qualified keys and label values.
+LabelMap = Annotated[dict[str, str], AfterValidator(_label_map)]
+#: Annotations: qualified keys, any value.
+AnnotationMap = Annotated[dict[str, str], AfterValidator(_annotation_map)]
+#: A pod label selector in kubectl's text form, as the drain helper parses it ("" selects every pod).
+PodSelector = Annotated[str, AfterValidator(_pod_selector)]
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
 
 

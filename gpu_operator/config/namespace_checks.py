@@ -4,7 +4,8 @@ The stack creates the namespaces it deploys into (`namespace`, and `network.name
 those charts are installed), labels them for Pod Security Admission, and deletes them on `pulumi destroy`. A
 cluster's system namespaces (`default`, `kube-system`, `kube-public`, `kube-node-lease`) exist before the stack
 and hold objects that are not ours: taking one over would relabel it, and destroying the stack would try to delete
-it. So a system namespace is refused, with the key and a namespace of the stack's own to use instead.
+it. Kubernetes reserves the `kube-` prefix for such namespaces, so any `kube-*` namespace counts as one. A system
+namespace is refused, with the key and a namespace of the stack's own to use instead.
 
 Objects the stack creates in other namespaces (DRA claim templates, beside the workloads) need those namespaces
 declared (`dra.namespaces`: `existing` or `create`); an undeclared one is refused here with its name, since the API
@@ -20,10 +21,17 @@ from gpu_operator.config.dra import dra_wanted
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.network import network_wanted
 
-__all__ = ["NAMESPACE_CHECKS", "SYSTEM_NAMESPACES"]
+__all__ = ["NAMESPACE_CHECKS", "SYSTEM_NAMESPACES", "is_system_namespace"]
 
 #: Namespaces every Kubernetes cluster brings; a stack must never create, label or delete them.
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+#: The prefix Kubernetes reserves for its system namespaces.
+RESERVED_PREFIX = "kube-"
+
+
+def is_system_namespace(name: str) -> bool:
+    """One of the cluster's own namespaces, or a name under the prefix Kubernetes reserves for them."""
+    return name in SYSTEM_NAMESPACES or name.startswith(RESERVED_PREFIX)
 
 
 def _refused(path: str, name: str, suggestion: str) -> Problem:
@@ -32,12 +40,12 @@ def _refused(path: str, name: str, suggestion: str) -> Problem:
 
 
 def _system_namespaces(doc: GpuStackConfig) -> Iterator[Problem]:
-    if doc.namespace in SYSTEM_NAMESPACES:
+    if is_system_namespace(doc.namespace):
         yield _refused("namespace", doc.namespace, "gpu-operator")
-    if network_wanted(doc.network, doc.pools) and doc.network.namespace in SYSTEM_NAMESPACES:
+    if network_wanted(doc.network, doc.pools) and is_system_namespace(doc.network.namespace):
         yield _refused("network.namespace", doc.network.namespace, "network-operator")
     # `default` is refused by the DRA chart check already, with the chart's own reason
-    if dra_wanted(doc.dra, doc.pools) and doc.dra.namespace in SYSTEM_NAMESPACES - {"default"}:
+    if dra_wanted(doc.dra, doc.pools) and doc.dra.namespace != "default" and is_system_namespace(doc.dra.namespace):
         yield _refused("dra.namespace", doc.dra.namespace, "dra-driver-nvidia-gpu")
 
 
@@ -69,7 +77,7 @@ def _claim_template_namespaces(doc: GpuStackConfig) -> Iterator[Problem]:
     for name, use in declared.items():
         if use != "create":
             continue
-        if name in SYSTEM_NAMESPACES:
+        if is_system_namespace(name):
             yield Problem(f"dra.namespaces.{name}", f"{name!r} is a namespace of the cluster itself, which the "
                                                     "stack would delete on destroy: declare it existing, "
                                                     f"dra.namespaces: {{{name}: existing}}")

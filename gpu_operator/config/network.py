@@ -32,9 +32,9 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from gpu_operator.config.base import ConfigModel
-from gpu_operator.config.chart_source import ChartSource, PublishedChart
-from gpu_operator.config.kube import DnsLabel
+from gpu_operator.config.base import ConfigModel, Int32
+from gpu_operator.config.chart_source import ChartSource, PublishedChart, check_chart_version
+from gpu_operator.config.kube import DnsLabel, PodSelector, Quantity
 from gpu_operator.config.pools import GpuPool
 
 __all__ = [
@@ -126,8 +126,8 @@ def _mellanox(image: str) -> NetworkImage:
 class OfedProbe(ConfigModel):
     """A probe of the MOFED container (the operator fills in its command)."""
 
-    initial_delay_seconds: int = Field(ge=0)
-    period_seconds: int = Field(ge=1)
+    initial_delay_seconds: Int32 = Field(ge=0)
+    period_seconds: Int32 = Field(ge=1)
 
 
 class DrainSpec(ConfigModel):
@@ -137,13 +137,13 @@ class DrainSpec(ConfigModel):
     force: bool = True
     delete_empty_dir: bool = True
     timeout_seconds: int = Field(default=300, ge=0)
-    pod_selector: str | None = None
+    pod_selector: PodSelector | None = None
 
 
 class WaitForCompletion(ConfigModel):
     """Pods (by label selector) whose completion an upgrade waits for; 0 s waits forever."""
 
-    pod_selector: str = Field(min_length=1)
+    pod_selector: PodSelector = Field(min_length=1)
     timeout_seconds: int = Field(default=0, ge=0)
 
 
@@ -176,8 +176,10 @@ class EnvVar(ConfigModel):
 
 
 class ContainerResources(ConfigModel):
-    requests: dict[str, str] = {}
-    limits: dict[str, str] = {}
+    """The driver container's requests and limits, quantities as in `operator.*.resources`."""
+
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
 
 
 class OfedDriverSpec(ConfigModel):
@@ -354,6 +356,11 @@ class NetworkSpec(ConfigModel):
         default=False, description="pulumi up waits for network.nvidia.com/operator.mofed.wait=false on every IB node")
     mofed_timeout_seconds: int = Field(default=3600, ge=60, description="how long pulumi up waits for it")
     values: dict[str, Any] = Field(default={}, description="extra network-operator chart values, merged last")
+
+    @field_validator("chart_version")
+    @classmethod
+    def _exact_version(cls, value: str) -> str:
+        return check_chart_version(value, CHART_VERSION)
 
     @field_validator("device_plugins")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
+from gpu_operator.aks.node_images import KUBERNETES_VERSION
 from gpu_operator.aks.vm_sizes import Gpu
 from gpu_operator.config.aks import SystemPool
 from gpu_operator.config.document import GpuStackConfig
@@ -71,6 +72,37 @@ def _aks_managed_driver_excludes_operator_driver(doc: GpuStackConfig) -> Iterato
                 f"must be false while pools use the AKS-managed driver (gpuDriver: aks: {names}): the operator's "
                 f"{section} over AKS's driver and runtime setup breaks the node, and uninstalling does not undo it",
             )
+
+
+def _version_parts(version: str) -> tuple[int, int | None]:
+    """(minor, patch) of `1.<minor>[.<patch>]`; the patch is None where only the minor is given."""
+    match = KUBERNETES_VERSION.fullmatch(version)
+    if match is None:  # the models refuse other forms already
+        return 0, None
+    return int(match.group(1)), int(match.group(2)[1:]) if match.group(2) else None
+
+
+def _is_newer(version: str, than: str) -> bool:
+    """Whether `version` is newer than `than`; `1.34` (a minor's newest patch) is not newer than `1.34.2`."""
+    (minor, patch), (other_minor, other_patch) = _version_parts(version), _version_parts(than)
+    if minor != other_minor:
+        return minor > other_minor
+    return patch is not None and other_patch is not None and patch > other_patch
+
+
+def _pool_not_newer_than_its_cluster(doc: GpuStackConfig) -> Iterator[Problem]:
+    """AKS upgrades the control plane first and refuses a node pool newer than it (a kubelet may not be newer than
+    its API server, Kubernetes' version skew policy)."""
+    cluster = doc.aks.kubernetes_version if doc.aks is not None else None
+    if cluster is None:
+        return
+    for index, pool in enumerate(doc.pools):
+        version = pool.orchestrator_version
+        if version is not None and _is_newer(version, cluster):
+            yield Problem(f"pools[{index}].orchestratorVersion",
+                          f"{version} is newer than the cluster's control plane (aks.kubernetesVersion {cluster}), "
+                          f"which AKS refuses: upgrade aks.kubernetesVersion to {version} first, or give the pool "
+                          f"{cluster} or older")
 
 
 def _pool_os_is_known(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -177,6 +209,7 @@ POOL_CHECKS: tuple[Check, ...] = (
     _pool_names_are_unique,
     _pool_vm_size_is_known,
     _pool_count_fits_autoscale,
+    _pool_not_newer_than_its_cluster,
     _aks_managed_driver_excludes_operator_driver,
     _pool_os_is_known,
     _pool_mig_config,

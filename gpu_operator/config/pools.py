@@ -20,6 +20,11 @@ pools:
 Fields that are plain AKS agent pool properties keep the AKS API's spelling (`vmSize`, `osSKU`, `vnetSubnetID`,
 `osDiskSizeGB`, `availabilityZones`, `upgradeSettings`, `tags`). Scale-down mode is always Delete: with Deallocate,
 the operator's driver install keeps failing on nodes that come back (NVIDIA/gpu-operator#729).
+
+AKS's limits are checked here rather than at `pulumi up`: `osDiskSizeGB` is 0 (the VM size's default) or at least
+the node image's 30 GB (Azure refuses an OS disk smaller than its image), a zone is listed once, `maxSurge` adds
+at least one node and at most 100% of the pool, and a pool's `orchestratorVersion` is not newer than the
+cluster's (the control plane is upgraded first).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pydantic import Field, field_validator, model_validator
 from gpu_operator.aks.node_images import KUBERNETES_VERSION, OsSku
 from gpu_operator.aks.vm_sizes import Gpu, GpuHardware, Infiniband, vm_size
 from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.kube import count_or_percent
 from gpu_operator.config.node_metadata import (
     AKS_LABEL_PREFIX,
     Taint,
@@ -53,8 +59,10 @@ __all__ = [
     "UpgradeSettings",
     "Workload",
     "Zone",
+    "MIN_OS_DISK_GB",
     "check_kubernetes_version",
     "check_pool_name",
+    "check_zones",
     "zone_strings",
 ]
 
@@ -62,13 +70,18 @@ __all__ = [
 DEFAULT_TAINT = "sku=gpu:NoSchedule"
 #: AKS's rule for Linux agent pool names.
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
-_SURGE = re.compile(r"^([0-9]+|[0-9]+%)\Z")
 _SUBNET_ID = re.compile(
     r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$",
     re.IGNORECASE,
 )
 _PCI_DEVICE = re.compile(r"^(0x)?[0-9a-fA-F]{4}\Z")
 _VF_DEVICE = re.compile(r"^[0-9a-f]{4}\Z")
+
+#: The smallest OS disk Azure creates for an AKS node image (the image's own size); 0 means the VM size's default.
+MIN_OS_DISK_GB = 30
+#: AKS refuses maxSurge 0 (without maxUnavailable, which the pools do not set): no node to upgrade with.
+_NO_SURGE = ("adds no node, so AKS could not upgrade the pool (it refuses maxSurge 0 unless nodes may be "
+             "unavailable): give at least 1, or a percentage such as '33%'")
 
 Zone = Literal["1", "2", "3"]
 Workload = Literal["container", "vm-passthrough", "vm-vgpu"]
@@ -93,8 +106,16 @@ def check_kubernetes_version(version: str | None) -> str | None:
 def zone_strings(value: Any) -> Any:
     # YAML turns `[1, 2]` into integers; AKS spells zones as strings
     if isinstance(value, (list, tuple)):
-        return tuple(str(zone) if isinstance(zone, int) else zone for zone in value)
+        return tuple(str(zone) if isinstance(zone, int) and not isinstance(zone, bool) else zone for zone in value)
     return value
+
+
+def check_zones(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Each availability zone once (AKS refuses a list that names one twice)."""
+    twice = sorted({zone for zone in values if values.count(zone) > 1})
+    if twice:
+        raise ValueError(f"zone {', '.join(twice)} is listed twice: list each zone once, e.g. ['1', '2', '3']")
+    return values
 
 
 class Autoscale(ConfigModel):
@@ -120,9 +141,7 @@ class UpgradeSettings(ConfigModel):
     @field_validator("max_surge")
     @classmethod
     def _surge(cls, value: str | None) -> str | None:
-        if value is not None and not _SURGE.match(value):
-            raise ValueError(f"{value!r} must be a node count such as '1' or a percentage such as '33%'")
-        return value
+        return None if value is None else str(count_or_percent(value, "pool's nodes", _NO_SURGE))
 
 
 class InfinibandFacts(ConfigModel):
@@ -203,6 +222,19 @@ class GpuPool(ConfigModel):
     @classmethod
     def _zone_strings(cls, value: Any) -> Any:
         return zone_strings(value)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones_once(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return check_zones(values)
+
+    @field_validator("os_disk_size_gb")
+    @classmethod
+    def _os_disk(cls, value: int | None) -> int | None:
+        if value is not None and 0 < value < MIN_OS_DISK_GB:
+            raise ValueError(f"{value} GB is smaller than the node image ({MIN_OS_DISK_GB} GB), which Azure refuses: "
+                             f"give at least {MIN_OS_DISK_GB}, or 0 (or nothing) for the VM size's default")
+        return value
 
     @field_validator("vnet_subnet_id")
     @classmethod

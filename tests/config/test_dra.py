@@ -46,7 +46,7 @@ DRA_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     ("_needs_kubernetes_134", {"aks": AKS_133, "pools": [H100_DRA]}, "aks.kubernetesVersion",
      with_pools(H100_DRA)),
     ("_needs_kubernetes_134", {"aks": AKS, "pools": [{**H100_DRA, "orchestratorVersion": "1.32"}]},
-     "pools[0].orchestratorVersion", with_pools({**H100_DRA, "orchestratorVersion": "1.35"})),
+     "pools[0].orchestratorVersion", with_pools({**H100_DRA, "orchestratorVersion": "1.34.2"})),
     ("_needs_kubernetes_134", {"dra": {"enabled": True}, "operator": {"devicePlugin": {"enabled": False}}},
      "dra.kubernetesVersion",
      {"dra": {"enabled": True, "kubernetesVersion": "1.34"}, "operator": {"devicePlugin": {"enabled": False}}}),

@@ -60,13 +60,15 @@ def test_node_os_follows_os_sku_and_kubernetes_version(version: str, os_sku: str
 
 
 def test_pool_orchestrator_version_wins_and_distinct_images_are_listed_once() -> None:
-    config = effective(H100, {**T4, "orchestratorVersion": "1.35"}, {**T4, "name": "t4b"})
-    assert os_tags(config) == ["ubuntu22.04", "ubuntu24.04"]
+    config = effective(H100, {**T4, "orchestratorVersion": "1.34"}, {**T4, "name": "t4b"},
+                       aks={**AKS, "kubernetesVersion": "1.35"})
+    assert os_tags(config) == ["ubuntu24.04", "ubuntu22.04"]
 
 
 def test_operating_systems_written_by_hand_keep_their_kernels() -> None:
     kernels = {"id": "ubuntu", "versionId": "22.04", "kernelVersions": ["5.15.0-1074-azure"]}
-    config = effective(H100, {**T4, "orchestratorVersion": "1.35"}, cluster={"operatingSystems": [kernels]})
+    config = effective(H100, {**T4, "orchestratorVersion": "1.34"}, cluster={"operatingSystems": [kernels]},
+                       aks={**AKS, "kubernetesVersion": "1.35"})
     assert os_tags(config) == ["ubuntu22.04", "ubuntu24.04"]
     assert config.cluster.operating_systems[0].kernel_versions == ("5.15.0-1074-azure",)
 

@@ -355,6 +355,13 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         with_pools({**H100, "count": 4, "autoscale": {"minCount": 0, "maxCount": 4}}),
     ),
     (
+        # AKS upgrades the control plane first; a pool may lag it, never lead it ("1.34" is the newest 1.34 patch)
+        "_pool_not_newer_than_its_cluster",
+        with_pools({**H100, "orchestratorVersion": "1.35"}),
+        "pools[0].orchestratorVersion",
+        with_pools({**H100, "orchestratorVersion": "1.34.9"}),
+    ),
+    (
         "_aks_managed_driver_excludes_operator_driver",
         with_pools({**T4, "gpuDriver": "aks"}, operator={"toolkit": {"enabled": False}}),
         "operator.driver.enabled",

@@ -45,7 +45,7 @@ FIELD_CASES: list[tuple[dict[str, Any], str, str]] = [
     ({**H100, "orchestratorVersion": "v1.34"}, "pools[0].orchestratorVersion", "Kubernetes version"),
     ({**H100, "osSKU": "AzureLinux"}, "pools[0].osSKU", "Ubuntu"),
     ({**H100, "gpuDriver": "none"}, "pools[0].gpuDriver", "'operator' or 'aks'"),
-    ({**H100, "upgradeSettings": {"maxSurge": "one"}}, "pools[0].upgradeSettings.maxSurge", "node count"),
+    ({**H100, "upgradeSettings": {"maxSurge": "one"}}, "pools[0].upgradeSettings.maxSurge", "must be a number of pool's nodes such as 1"),
     ({**H100, "upgradeSettings": {"nodeSoakDurationInMinutes": 31}}, "pools[0].upgradeSettings.nodeSoakDurationInMinutes", "30"),
     ({**H100, "gpu": {"model": "X", "count": 1, "memoryGiB": 8, "pciDeviceId": "2330h"}}, "pools[0].gpu.pciDeviceId", "PCI"),
     ({**H100, "gpu": {"model": "X", "count": 0, "memoryGiB": 8}}, "pools[0].gpu.count", "greater than or equal to 1"),

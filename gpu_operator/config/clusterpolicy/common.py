@@ -26,7 +26,7 @@ from gpu_operator.config.clusterpolicy.image_reference import (
     check_repository,
     check_tag_or_digest,
 )
-from gpu_operator.config.kube import EnvVar, ImagePullPolicy, ResourceRequirements
+from gpu_operator.config.kube import DnsSubdomain, EnvVar, ImagePullPolicy, ObjectName, ResourceRequirements
 
 __all__ = [
     "ImageFields",
@@ -60,7 +60,7 @@ class ImageFields(ConfigModel):
     image: str = ""
     version: str = ""
     image_pull_policy: ImagePullPolicy = "IfNotPresent"
-    image_pull_secrets: tuple[str, ...] = ()
+    image_pull_secrets: tuple[DnsSubdomain, ...] = ()
 
     @field_validator("repository")
     @classmethod
@@ -135,7 +135,7 @@ class ContainerOperandSpec(ImageFields):
 class NamedConfigRef(ConfigModel):
     """A reference to a ConfigMap by name (`{name: ...}`)."""
 
-    name: str = ""
+    name: ObjectName = ""
 
 
 class EnvOnly(ConfigModel):

@@ -10,10 +10,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gpu_operator.config.base import ConfigModel
+from gpu_operator.config.base import ConfigModel, Int32
 from gpu_operator.config.clusterpolicy.common import ImageFields, OperandSpec
 from gpu_operator.config.clusterpolicy.runtime import check_max_unavailable
-from gpu_operator.config.kube import EnvVar
+from gpu_operator.config.kube import EnvVar, ObjectName, PodSelector
 
 __all__ = [
     "ContainerProbe",
@@ -34,15 +34,20 @@ __all__ = [
 
 KernelModuleType = Literal["auto", "open", "proprietary"]
 
+#: k8s-operator-libs pkg/upgrade common_manager.go `GetUpgradesAvailable`: with maxUnavailable 0, every node
+#: already counts as too many unavailable, so no node is ever admitted to an upgrade.
+_NO_UPGRADE_EVER = ("lets no node be unavailable, so no driver upgrade would ever start: give at least 1 (or '1%'), "
+                    "or set autoUpgrade: false to stop driver upgrades on purpose")
+
 
 class ContainerProbe(ConfigModel):
     """Probe timings (the probe command itself is fixed by the operand)."""
 
-    initial_delay_seconds: int | None = Field(default=None, ge=0)
-    timeout_seconds: int | None = Field(default=None, ge=1)
-    period_seconds: int | None = Field(default=None, ge=1)
-    success_threshold: int | None = Field(default=None, ge=1)
-    failure_threshold: int | None = Field(default=None, ge=1)
+    initial_delay_seconds: Int32 | None = Field(default=None, ge=0)
+    timeout_seconds: Int32 | None = Field(default=None, ge=1)
+    period_seconds: Int32 | None = Field(default=None, ge=1)
+    success_threshold: Int32 | None = Field(default=None, ge=1)
+    failure_threshold: Int32 | None = Field(default=None, ge=1)
 
 
 class DriverManagerSpec(ImageFields):
@@ -57,7 +62,7 @@ class DriverManagerSpec(ImageFields):
 class DrainSpec(ConfigModel):
     enable: bool = False
     force: bool = False
-    pod_selector: str = ""
+    pod_selector: PodSelector = ""
     timeout_seconds: int = Field(default=300, ge=0)
     delete_empty_dir: bool = False
 
@@ -69,7 +74,7 @@ class PodDeletionSpec(ConfigModel):
 
 
 class WaitForCompletionSpec(ConfigModel):
-    pod_selector: str = ""
+    pod_selector: PodSelector = ""
     timeout_seconds: int = Field(default=0, ge=0)
 
 
@@ -83,10 +88,10 @@ class DriverUpgradePolicy(ConfigModel):
     pod_deletion: PodDeletionSpec = PodDeletionSpec()
     drain: DrainSpec = DrainSpec()
 
-    @field_validator("max_unavailable")
+    @field_validator("max_unavailable", mode="before")
     @classmethod
     def _max_unavailable(cls, value: int | str) -> int | str:
-        return check_max_unavailable(value)
+        return check_max_unavailable(value, _NO_UPGRADE_EVER)
 
 
 class RdmaSpec(ConfigModel):
@@ -97,25 +102,25 @@ class RdmaSpec(ConfigModel):
 
 
 class RepoConfig(ConfigModel):
-    config_map_name: str = ""
+    config_map_name: ObjectName = ""
 
 
 class CertConfig(ConfigModel):
-    name: str = ""
+    name: ObjectName = ""
 
 
 class LicensingConfig(ConfigModel):
-    config_map_name: str = ""
-    secret_name: str = ""
+    config_map_name: ObjectName = ""
+    secret_name: ObjectName = ""
     nls_enabled: bool = True
 
 
 class VirtualTopology(ConfigModel):
-    config: str = ""
+    config: ObjectName = ""
 
 
 class KernelModuleConfig(ConfigModel):
-    name: str = ""
+    name: ObjectName = ""
 
 
 class DriverSpec(OperandSpec):
@@ -141,4 +146,4 @@ class DriverSpec(OperandSpec):
     licensing_config: LicensingConfig = LicensingConfig()
     virtual_topology: VirtualTopology = VirtualTopology()
     kernel_module_config: KernelModuleConfig = KernelModuleConfig()
-    secret_env: str = ""
+    secret_env: ObjectName = Field(default="", description="a Secret whose keys become the driver's environment")

@@ -9,7 +9,7 @@ from pydantic import Field
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import NamedConfigRef, OperandSpec
 from gpu_operator.config.clusterpolicy.runtime import ServiceMonitorConfig
-from gpu_operator.config.kube import LabelMap
+from gpu_operator.config.kube import AnnotationMap
 
 __all__ = [
     "DcgmSpec",
@@ -48,7 +48,7 @@ class DcgmExporterSpec(OperandSpec):
     repository: str = "nvcr.io/nvidia/k8s"
     image: str = "dcgm-exporter"
     version: str = "4.6.0-4.8.3-distroless"
-    annotations: LabelMap = {}
+    annotations: AnnotationMap = {}
     config: NamedConfigRef = NamedConfigRef()
     host_pid: bool = Field(default=False, alias="hostPID")
     hpc_job_mapping: HpcJobMapping | None = None

@@ -8,6 +8,7 @@ from pydantic import field_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import NamedConfigRef, OperandSpec
+from gpu_operator.config.kube import ObjectName
 
 __all__ = [
     "MigStrategy",
@@ -26,7 +27,7 @@ MigStrategy = Literal["none", "single", "mixed"]
 class DevicePluginConfigRef(ConfigModel):
     """The ConfigMap of named device-plugin configs and the key used when a node has no config label."""
 
-    name: str = ""
+    name: ObjectName = ""
     default: str = ""
 
 
@@ -66,7 +67,7 @@ class MigSpec(ConfigModel):
 
 
 class MigManagerConfigRef(ConfigModel):
-    name: str = ""
+    name: ObjectName = ""
     default: Literal["all-disabled", ""] = "all-disabled"
 
 

@@ -13,7 +13,16 @@ from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import ImageFields, OperandSpec
-from gpu_operator.config.kube import LabelMap, PodSecurityContext, RelabelConfig, Toleration
+from gpu_operator.config.kube import (
+    AnnotationMap,
+    DnsLabel,
+    LabelMap,
+    ObjectName,
+    PodSecurityContext,
+    RelabelConfig,
+    Toleration,
+    count_or_percent,
+)
 
 __all__ = [
     "ServiceMonitorConfig",
@@ -31,18 +40,16 @@ __all__ = [
 ]
 
 _DURATION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)\Z")
-_PERCENT = re.compile(r"^[0-9]+%\Z")
+#: Why a DaemonSet's `rollingUpdate.maxUnavailable` may not be 0: the API server refuses it while `maxSurge` is 0
+#: (apps/validation `ValidateRollingUpdateDaemonSet`), and the operands' DaemonSets surge no pods.
+_NO_DAEMONSET_ROLLOUT = ("would let no pod be replaced, and the API server refuses it for a DaemonSet without "
+                         "maxSurge: give at least 1")
 
 
-def check_max_unavailable(value: int | str) -> int | str:
-    """An int-or-string like Kubernetes' maxUnavailable: a non-negative count, a digit string, or a percentage."""
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError("must not be negative")
-        return value
-    if not (value.isdigit() or _PERCENT.match(value)):
-        raise ValueError(f"{value!r} must be a number of nodes such as '1' or a percentage such as '10%'")
-    return value
+def check_max_unavailable(value: int | str, zero: str | None = _NO_DAEMONSET_ROLLOUT) -> int | str:
+    """An int-or-string like Kubernetes' maxUnavailable: a count or a percentage of at most 100% of the nodes
+    (apps/validation `ValidatePositiveIntOrPercent`, `IsNotMoreThan100Percent`); 0 is refused with `zero`."""
+    return count_or_percent(value, "nodes", zero)
 
 
 class ServiceMonitorConfig(ConfigModel):
@@ -75,18 +82,18 @@ class OperatorSpec(ConfigModel):
     """The `operator` section: settings that apply to all operands."""
 
     default_runtime: Literal["docker", "crio", "containerd"] | None = None
-    runtime_class: str = "nvidia"
+    runtime_class: DnsLabel = Field(default="nvidia", description="the RuntimeClass and its runtime handler")
     use_ocp_driver_toolkit: bool = Field(default=False, alias="use_ocp_driver_toolkit")
     init_container: InitContainerSpec | None = None
     labels: LabelMap | None = None
-    annotations: LabelMap | None = None
+    annotations: AnnotationMap | None = None
     metrics: OperatorMetrics | None = None
 
 
 class RollingUpdateSpec(ConfigModel):
     max_unavailable: str = "1"
 
-    @field_validator("max_unavailable")
+    @field_validator("max_unavailable", mode="before")
     @classmethod
     def _max_unavailable(cls, value: str) -> str:
         return str(check_max_unavailable(value))
@@ -96,8 +103,8 @@ class DaemonsetsSpec(ConfigModel):
     """Settings applied to every operand DaemonSet."""
 
     labels: LabelMap = {}
-    annotations: LabelMap = {}
-    priority_class_name: str = "system-node-critical"
+    annotations: AnnotationMap = {}
+    priority_class_name: ObjectName = "system-node-critical"
     tolerations: tuple[Toleration, ...] = (Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),)
     update_strategy: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
     rolling_update: RollingUpdateSpec = RollingUpdateSpec()

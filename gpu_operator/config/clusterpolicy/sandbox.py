@@ -13,7 +13,7 @@ from pydantic import Field
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.common import OperandSpec
 from gpu_operator.config.clusterpolicy.driver import DriverManagerSpec, KernelModuleConfig
-from gpu_operator.config.kube import LabelMap
+from gpu_operator.config.kube import LabelMap, ObjectName
 
 __all__ = [
     "SandboxWorkloadsSpec",
@@ -61,7 +61,7 @@ class VgpuManagerSpec(OperandSpec):
 
 
 class VgpuDeviceManagerConfigRef(ConfigModel):
-    name: str = ""
+    name: ObjectName = ""
     default: str = "default"
 
 
@@ -92,7 +92,7 @@ class KataSandboxDevicePluginSpec(OperandSpec):
 
 class KataArtifacts(ConfigModel):
     url: str
-    pull_secret: str | None = None
+    pull_secret: ObjectName | None = None
 
 
 class KataRuntimeClass(ConfigModel):
