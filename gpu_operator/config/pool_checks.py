@@ -2,6 +2,13 @@
 
 Each rule yields Problems naming the key to change. They run with the document's other cross-section rules
 (:mod:`gpu_operator.config.checks`), before anything is rendered or registered.
+
+A pool's MIG layout is checked against its GPU as the driver will: the names of the profiles a custom layout asks
+for (those the GPU offers, from the MIG catalog), the count of each GPU instance profile (at most as many as fit
+one GPU), and the compute slices of all of them together (at most the GPU's). Compute-instance profiles
+(`1c.3g.40gb`) share one GPU instance (mig-parted reconfigure `SetMigConfig` reuses it), so only their GPU instance
+profile's name is checked. The syntax of a profile name is checked already where
+the layout is read (:mod:`gpu_operator.mig.parted`); NVIDIA's default config fits every GPU by construction.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ from gpu_operator.config.aks import SystemPool
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import pool_operating_system
 from gpu_operator.config.errors import Problem
+from gpu_operator.mig.catalog import MigGeometry
 from gpu_operator.mig.default_config import default_config
 from gpu_operator.mig.matching import layouts_for
+from gpu_operator.mig.parted import MIG_PROFILE_PATTERN
 
 __all__ = ["POOL_CHECKS", "mig_config_profiles"]
 
@@ -144,6 +153,43 @@ def mig_config_profiles(doc: GpuStackConfig, gpu: Gpu) -> Mapping[str, frozenset
     }
 
 
+def _custom_layouts(doc: GpuStackConfig, name: str, pci_id: str) -> list[Mapping[str, int]]:
+    """The `mig-devices` of the custom config `name` that apply to the GPU (empty for NVIDIA's default config)."""
+    custom = doc.configs.mig_manager
+    reference = doc.operator.mig_manager.config.name
+    if custom is None or not reference or reference == _DEFAULT_MIG_CONFIG_MAP or name not in custom.mig_configs:
+        return []
+    layouts = [layout.model_dump(by_alias=True, exclude_none=True) for layout in custom.mig_configs[name]]
+    return [layout.get("mig-devices", {}) for layout in layouts_for(layouts, pci_id)]
+
+
+def _slices(profile: str) -> int:
+    """The compute slices of a GPU instance profile (`3g.40gb` → 3)."""
+    return int(profile.split("g.", 1)[0])
+
+
+def _layout_fit_problem(geometry: MigGeometry, model: str, devices: Mapping[str, int]) -> str | None:
+    """What of one layout the GPU cannot create: an unknown profile, too many of one, too many slices."""
+    offered = geometry.profiles
+    total = max(_slices(profile) for profile in offered)
+    used = 0
+    for profile, count in devices.items():
+        compute = MIG_PROFILE_PATTERN.match(profile)
+        instance = profile.split(".", 1)[1] if compute is not None and compute.group(1) else profile
+        if instance not in offered:
+            return (f"{profile!r} is not a MIG profile of {model}: it offers {', '.join(offered)} (nvidia-smi mig "
+                    "-lgip lists them on a node)")
+        if instance != profile:
+            continue  # compute instances share a GPU instance (mig-parted reuses it), so their count is no GI count
+        if count > offered[instance]:
+            return f"{count} × {profile} do not fit one {model}: it holds at most {offered[instance]}"
+        used += _slices(profile) * count
+    if used > total:
+        return (f"the layout's GPU instances take {used} compute slices and one {model} has {total}: fewer or smaller "
+                "MIG devices per GPU")
+    return None
+
+
 def _mig_config_problem(doc: GpuStackConfig, gpu: Gpu, name: str) -> str | None:
     if not gpu.mig_capable:
         return f"{gpu.model} GPUs do not support MIG; remove migConfig or choose a MIG-capable VM size"
@@ -154,6 +200,11 @@ def _mig_config_problem(doc: GpuStackConfig, gpu: Gpu, name: str) -> str | None:
         return None
     if name not in configs:
         return f"{name!r} is not a MIG config for {gpu.model}; choose one of: {', '.join(configs)}"
+    model = gpu.mig_model
+    for devices in _custom_layouts(doc, name, model.pci_id) if model is not None else ():
+        fit = _layout_fit_problem(model.geometry, gpu.model, devices)
+        if fit is not None:
+            return f"{name!r}: {fit}"
     profiles, strategy = configs[name], doc.operator.mig.strategy
     if profiles and strategy == "none":
         return "operator.mig.strategy is none, so the device plugin would not advertise MIG devices"
