@@ -86,6 +86,19 @@ def _string(value: Any, path: str) -> list[Problem]:
     return _expect("a string", f"quote it ({path.rsplit('.', 1)[-1]}: \"...\")")(value, path)
 
 
+def _host_path(value: Any, path: str) -> list[Problem]:
+    """A path on the node, absolute as `dra.driverRoot` must be (the chart mounts it as a hostPath)."""
+    if not isinstance(value, str):
+        return _string(value, path)
+    if not value.startswith("/"):
+        return [Problem(path, f"{value!r} must be an absolute host path such as /run/nvidia/driver or /")]
+    return []
+
+
+def _optional_host_path(value: Any, path: str) -> list[Problem]:
+    return [] if value == "" else _host_path(value, path)
+
+
 def _boolean(value: Any, path: str) -> list[Problem]:
     if isinstance(value, bool):
         return []
@@ -240,7 +253,8 @@ DRA_VALUES = ChartValues(
     "dra.values", "dra-driver-nvidia-gpu", DRA_TOP_LEVEL_KEYS,
     {
         ("image",): _image,
-        ("nvidiaDriverRoot",): _string,
+        ("nvidiaDriverRoot",): _host_path,
+        ("nvidiaCDIHookPath",): _optional_host_path,
         ("resourceApiVersion",): _string,
         ("gpuResourcesEnabledOverride",): _boolean,
         ("resources",): _mapping,  # the chart's GPU / ComputeDomain switches, not a container's resources

@@ -134,6 +134,16 @@ def _one_allocator_per_pool(doc: GpuStackConfig) -> Iterator[Problem]:
                                                                "device plugin advertises GPUs twice)")
 
 
+def _driver_root_once(doc: GpuStackConfig) -> Iterator[Problem]:
+    """`dra.driverRoot` and the chart value it becomes (`nvidiaDriverRoot`) say one thing: the values, merged last,
+    would silently win over the key the document names for it."""
+    root, values = doc.dra.driver_root, doc.dra.values
+    given = values.get("nvidiaDriverRoot") if isinstance(values, dict) else None
+    if root is not None and isinstance(given, str) and given != root:
+        yield Problem("dra.values.nvidiaDriverRoot", f"{given!r} contradicts dra.driverRoot {root!r}, and the chart "
+                                                     "value would win: give the driver root once, as dra.driverRoot")
+
+
 def _chart_namespace(doc: GpuStackConfig) -> Iterator[Problem]:
     if dra_wanted(doc.dra, doc.pools) and doc.dra.namespace == "default":
         yield Problem("dra.namespace", "the dra-driver-nvidia-gpu chart refuses the default namespace: use its own, "
@@ -255,6 +265,7 @@ DRA_CHECKS: tuple[Check, ...] = (
     _needs_kubernetes_134,
     _driver_branch,
     _one_allocator_per_pool,
+    _driver_root_once,
     _chart_namespace,
     _claim_templates,
 )

@@ -63,7 +63,7 @@ def _default_at(values: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, An
 
 #: what a typed key's shape accepts, by the check's function name, as JSON Schema types
 _SCHEMA_TYPES = {"_tolerations": "array", "_node_selector": "object", "_affinity": "object", "_resources": "object",
-                 "_image": "object", "_mapping": "object", "_mapping_or_null": "object", "_string": "string",
+                 "_image": "object", "_mapping": "object", "_mapping_or_null": "object", "_string": "string", "_host_path": "string", "_optional_host_path": "string",
                  "_boolean": "boolean", "_string_list": "array"}
 _PYTHON_TYPES = {"array": list, "object": dict, "string": str, "boolean": bool}
 

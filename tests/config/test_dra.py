@@ -76,6 +76,10 @@ DRA_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
      {"dra": {"enabled": True, "kubernetesVersion": "1.34"}, "operator": {"devicePlugin": {"enabled": False}}}),
     ("_one_allocator_per_pool", with_pools(H100_DRA, dra={"values": {"kubeletPlugin": {"nodeSelector": {"a": "b"}}}}),
      "dra.values.kubeletPlugin.nodeSelector", with_pools(H100_DRA, dra={"values": {"logVerbosity": "6"}})),
+    # one rule for the driver root on both paths: dra.driverRoot, and the chart value it becomes
+    ("_driver_root_once",
+     with_pools(H100_DRA, dra={"driverRoot": "/run/nvidia/driver", "values": {"nvidiaDriverRoot": "/"}}),
+     "dra.values.nvidiaDriverRoot", with_pools(H100_DRA, dra={"driverRoot": "/", "values": {"nvidiaDriverRoot": "/"}})),
     ("_chart_namespace", with_pools(H100_DRA, dra={"namespace": "default"}), "dra.namespace", with_pools(H100_DRA)),
     ("_chart_namespace", with_pools(H100, dra={"enabled": True, "gpus": False, "computeDomains": False}),
      "dra.gpus", with_pools(H100, dra={"enabled": True, "gpus": False})),
@@ -167,3 +171,19 @@ def test_unknown_keys_are_refused() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(with_pools(H100_DRA, dra={"gpu": True}))
     assert [p.path for p in caught.value.problems] == ["dra.gpu"]
+
+
+@pytest.mark.parametrize(("key", "value"), [("driverRoot", "run/nvidia/driver"),
+                                            ("values", {"nvidiaDriverRoot": "run/nvidia/driver"})])
+def test_the_driver_root_is_an_absolute_host_path_on_both_paths(key: str, value: Any) -> None:
+    """dra.driverRoot refused a relative path; the chart value it becomes (`nvidiaDriverRoot`) took one."""
+    path = "dra.driverRoot" if key == "driverRoot" else "dra.values.nvidiaDriverRoot"
+    found = {p.path: p.message for p in problems_of(with_pools(H100_DRA, dra={key: value}))}
+    assert found[path] == "'run/nvidia/driver' must be an absolute host path such as /run/nvidia/driver or /"
+
+
+@pytest.mark.parametrize("hook", ["", "/usr/local/nvidia/toolkit/nvidia-cdi-hook"])
+def test_the_cdi_hook_path_is_empty_or_absolute(hook: str) -> None:
+    parse_config(with_pools(H100_DRA, dra={"values": {"nvidiaCDIHookPath": hook}}))
+    found = {p.path for p in problems_of(with_pools(H100_DRA, dra={"values": {"nvidiaCDIHookPath": "bin/hook"}}))}
+    assert found == {"dra.values.nvidiaCDIHookPath"}
