@@ -10,6 +10,12 @@ chart defaults. A config document never has a top-level `config` key, so the two
 Secret values (`secure: v1:...`) are encrypted with the stack's secrets provider and cannot be read offline; the
 program's own settings (`gpu-operator:subscriptionId`, `gpu-operator:kubeconfig`, `gpu-operator:adoptExistingObjects`,
 `gpu-operator:waitForDaemonsets`) choose where and how to deploy, not what, and do not change the rendered objects.
+They are still checked as the program reads them (`Config.get_bool` takes `true`/`false` only, the subscription is
+an Azure subscription id), so a typo fails here rather than at `pulumi up`. A credential written in plain text (a
+setting named like a password, secret, token or key, or a kubeconfig carrying a token, a password or a client key)
+is refused: anyone who reads the file can use it, so it is stored with `pulumi config set --secret`. A document
+given as a JSON string is held to the YAML rules too: a key written twice is refused rather than the last one
+silently kept.
 A `gpu-operator:` key the program does not read (`gpu-operator:confg`) and a config document under another
 project's namespace (`myproject:config`) are errors naming the key: rendering the chart defaults over a misspelt
 key would review something the stack does not deploy. Other namespaces' settings (`azure-native:location`) belong
@@ -20,7 +26,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +43,43 @@ TARGET_KEYS = frozenset({f"{NAMESPACE}:{key}" for key in (
     "subscriptionId", "kubeconfig", "adoptExistingObjects", "waitForDaemonsets")})
 #: Top-level keys of a stack file besides `config` (Pulumi's project stack schema).
 _STACK_FILE_KEYS = frozenset({"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"})
+
+#: How stacks/__main__.py reads each of its other settings, as a check: the problem with a plain value, or None.
+_SETTING_CHECKS: dict[str, Callable[[Any], str | None]] = {}
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: Words in a setting's name that say its value is a credential.
+_CREDENTIAL_WORDS = ("password", "secret", "token", "apikey", "accesskey", "privatekey", "clientkey", "credential")
+#: What in a kubeconfig's text is a credential (a bearer token, a password, a client certificate's key).
+_KUBECONFIG_CREDENTIALS = re.compile(r"^\s*(token|password|client-key-data|client-key)\s*:\s*\S", re.MULTILINE)
+
+
+def _boolean_setting(value: Any) -> str | None:
+    """`Config.get_bool`: a YAML boolean (stored as `true`/`false`), or the strings `true`, `True`, `false`,
+    `False`; anything else raises ConfigTypeError when the program starts."""
+    if isinstance(value, bool) or value in ("true", "True", "false", "False"):
+        return None
+    return f"is {value!r}, and the program reads it as a boolean: write true or false"
+
+
+def _subscription_setting(value: Any) -> str | None:
+    if isinstance(value, str) and _UUID.fullmatch(value):
+        return None
+    return (f"is {value!r}, not an Azure subscription id (a GUID such as 00000000-0000-0000-0000-000000000000): "
+            "`az account show --query id -o tsv` prints yours")
+
+
+def _kubeconfig_setting(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be the kubeconfig's text (or its path) as a string"
+    return None
+
+
+_SETTING_CHECKS.update({
+    f"{NAMESPACE}:subscriptionId": _subscription_setting,
+    f"{NAMESPACE}:kubeconfig": _kubeconfig_setting,
+    f"{NAMESPACE}:adoptExistingObjects": _boolean_setting,
+    f"{NAMESPACE}:waitForDaemonsets": _boolean_setting,
+})
 
 _DECRYPT_HINT = (
     "it is encrypted with the stack's secrets provider and cannot be decrypted offline: keep the config document "
@@ -79,6 +123,64 @@ def _secret_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[str]:
     return []
 
 
+def _is_plain_credential(key: str, value: Any) -> bool:
+    name = key.partition(":")[2].replace("-", "").replace("_", "").lower()
+    if not isinstance(value, str) or not value.strip():
+        return False
+    if name.endswith("kubeconfig"):
+        return _KUBECONFIG_CREDENTIALS.search(value) is not None
+    return any(word in name for word in _CREDENTIAL_WORDS)
+
+
+def _setting_problems(settings: Mapping[str, Any]) -> list[Problem]:
+    """The program's settings of the wrong type, and credentials in plain text (any namespace's)."""
+    problems: list[Problem] = []
+    for key, value in settings.items():
+        if not isinstance(key, str) or _is_secret(value):
+            continue
+        check = _SETTING_CHECKS.get(key)
+        message = check(value) if check is not None else None
+        if message is not None:
+            problems.append(Problem(f"config.{key}", message))
+        elif _is_plain_credential(key, value):
+            problems.append(Problem(f"config.{key}", "is a credential in plain text, which anyone who reads the "
+                                                     "stack file can use: store it encrypted with `pulumi config "
+                                                     f"set --secret {key}` (it replaces the plain value), and "
+                                                     "rotate it if the file was shared"))
+    return problems
+
+
+def _json_document(text: str) -> tuple[Any, list[Problem]]:
+    """The document a JSON string holds, and a problem for every key written twice in one object (JSON keeps the
+    last one silently; the YAML reader refuses it, so the string form does too)."""
+    twice: dict[int, list[str]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in items:
+            if key in found:
+                twice.setdefault(id(found), []).append(key)
+            found[key] = value
+        return found
+
+    document = json.loads(text, object_pairs_hook=pairs)
+    problems: list[Problem] = []
+
+    def walk(value: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(value, dict):
+            problems.extend(Problem(format_path((*path, key)), "duplicate key in the JSON string: JSON keeps only "
+                                                               "the last one, silently; remove one, or merge them")
+                            for key in twice.get(id(value), ()))
+            for key, item in value.items():
+                walk(item, (*path, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, (*path, index))
+
+    walk(document, ())
+    return document, problems
+
+
 def _unread_settings(settings: Mapping[str, Any]) -> list[Problem]:
     """`gpu-operator:` keys the program does not read, and config documents under another project's namespace."""
     read = sorted({CONFIG_KEY, *TARGET_KEYS})
@@ -106,7 +208,7 @@ def stack_document(data: Mapping[str, Any], source: str) -> StackDocument:
     if len(keys) > 1:
         raise ConfigError([Problem(f"config.{CONFIG_KEY}", "is given twice, also as the bare key `config` (which "
                                    f"Pulumi reads as {CONFIG_KEY}); keep one")], source)
-    unread = _unread_settings(settings)
+    unread = _unread_settings(settings) + _setting_problems(settings)
     if unread:
         raise ConfigError(unread, source)
     notes: list[str] = []
@@ -126,11 +228,13 @@ def stack_document(data: Mapping[str, Any], source: str) -> StackDocument:
         raise ConfigError([Problem(f"config.{keys[0]}", f"is a secret value (secure:); {_DECRYPT_HINT}")], source)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value, duplicates = _json_document(value)
         except json.JSONDecodeError as error:
             raise ConfigError([Problem(f"config.{keys[0]}", f"is a string that is not JSON ({error.msg} at "
                                        f"character {error.pos}); the program reads it with get_object, which parses "
                                        "JSON: write the document as a YAML mapping instead")], source) from None
+        if duplicates:
+            raise ConfigError(duplicates, where)
     secrets = _secret_paths(value)
     if secrets:
         raise ConfigError([Problem(path, f"is a secret value (secure:); {_DECRYPT_HINT}") for path in secrets], where)

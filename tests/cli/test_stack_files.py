@@ -57,7 +57,7 @@ def test_a_stack_without_the_config_renders_the_defaults_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stack = tmp_path / "Pulumi.bare.yaml"
-    stack.write_text("config:\n  azure-native:location: westeurope\n  gpu-operator:subscriptionId: '0000'\n")
+    stack.write_text("config:\n  azure-native:location: westeurope\n  gpu-operator:subscriptionId: 00000000-0000-0000-0000-000000000000\n")
     assert main(["render", "-f", str(stack)]) == 0
     out, err = capsys.readouterr()
     assert list(yaml.safe_load_all(out)) == render(parse_config({}))
