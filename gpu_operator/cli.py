@@ -232,13 +232,18 @@ def _print_summary(
 
 
 def _load_config(path: Path | None) -> GpuStackConfig:
-    """The config of `-f` (a document or a stack file; the built-in default without one), its notes on stderr."""
+    """The config of `-f` (a document or a stack file; the built-in default without one), its notes on stderr:
+    the file's, then the settings that have no effect in it."""
     from gpu_operator.config.loader import document_directory, load_document
+    from gpu_operator.config.unused_settings import unused_setting_notes
 
     loaded = load_document(path)
     for message in loaded.notes:
         _note(message)
-    return parse_config(loaded.document, source=loaded.source, base=document_directory(path))
+    config = parse_config(loaded.document, source=loaded.source, base=document_directory(path))
+    for message in unused_setting_notes(config):
+        _note(message)
+    return config
 
 
 #: The release each installer gives its chart in the stack program (stacks/__main__.py names the components

@@ -176,3 +176,24 @@ def test_the_pools_table_says_how_each_pool_allocates_gpus(tmp_path: Path,
     column = header.index("GPUS ALLOCATED BY")
     rows = {line.split()[0]: line[column:].split("  ")[0] for line in lines[lines.index(header) + 1:] if line}
     assert rows == {"h100dra": "DRA", "t4": "device plugin"}
+
+
+# --- settings of components that are not deployed are named, not dropped ------------------------------------------
+
+UNUSED = {"network": {"ofedDriver": {"env": [{"name": "A", "value": "b"}]}}, "dra": {"namespaces": {"ml": "existing"}},
+          "operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2}}}}
+
+
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_render_and_check_say_which_settings_have_no_effect(command: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "-f", _write(tmp_path, UNUSED)]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "no effect" in line]
+    assert [note.split(" has no effect")[0] for note in notes] == [
+        "note: operator.driver.upgradePolicy", "note: network.ofedDriver", "note: dra.namespaces"]
+
+
+def test_a_document_whose_settings_all_apply_gets_no_such_note(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "-f", _write(tmp_path, {"aks": AKS, "pools": [IB_POOL]})]) == 0
+    assert "no effect" not in capsys.readouterr().err
