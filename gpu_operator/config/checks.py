@@ -21,6 +21,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra_checks import DRA_CHECKS
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
+from gpu_operator.config.monitoring_inputs import MONITORING_INPUT_CHECKS
 from gpu_operator.config.namespace_checks import NAMESPACE_CHECKS
 from gpu_operator.config.network_checks import NETWORK_CHECKS
 from gpu_operator.config.pool_checks import POOL_CHECKS
@@ -355,6 +356,7 @@ CHECKS: tuple[Check, ...] = (
     *POOL_CHECKS,
     *NETWORK_CHECKS,
     *MONITORING_CHECKS,
+    *MONITORING_INPUT_CHECKS,
     *DRA_CHECKS,
 )
 
