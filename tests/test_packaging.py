@@ -240,6 +240,8 @@ def _providers() -> dict[str, str]:
                 providers[parts[0]] = name
             if len(parts) > 2:
                 providers.setdefault("/".join(parts[:2]), name)
+            if len(parts) > 3:  # a namespace inside a namespace (azure/mgmt/compute, azure/mgmt/core)
+                providers.setdefault("/".join(parts[:3]), name)
     return providers
 
 
@@ -248,8 +250,10 @@ def _distribution_of(module: str) -> str:
     parts = module.split(".")
     spec = importlib.util.find_spec(parts[0])
     namespace = spec is not None and spec.origin is None and len(parts) > 1
-    # a subpackage another distribution provides (lightkube.models comes from lightkube-models) counts as its
-    key = "/".join(parts[:2]) if namespace or "/".join(parts[:2]) in _providers() else parts[0]
+    # a subpackage another distribution provides (lightkube.models comes from lightkube-models) counts as its,
+    # the deepest one known first (azure.mgmt.compute is azure-mgmt-compute's, not azure-mgmt-core's)
+    nested = [key for key in ("/".join(parts[:3]), "/".join(parts[:2])) if len(parts) > 1 and key in _providers()]
+    key = nested[0] if nested else "/".join(parts[:2]) if namespace else parts[0]
     assert key in _providers(), f"no installed distribution provides {module}"
     return _providers()[key]
 
