@@ -154,4 +154,4 @@ def parse_aks(data: AksSpec | Mapping[str, Any], source: str = "config") -> AksS
     try:
         return AksSpec.model_validate(dict(data))
     except ValidationError as error:
-        raise ConfigError(problems_from_validation_error(error, prefix=("aks",)), source) from None
+        raise ConfigError(problems_from_validation_error(error, prefix=("aks",), model=AksSpec), source) from None

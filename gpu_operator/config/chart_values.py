@@ -116,7 +116,7 @@ def _model(model: type[BaseModel], value: Any, path: str) -> list[Problem]:
     try:
         model.model_validate(value)
     except ValidationError as error:
-        return problems_from_validation_error(error, prefix=[path])
+        return problems_from_validation_error(error, prefix=[path], model=model)
     return []
 
 

@@ -1,15 +1,22 @@
 """One error for a bad config, listing every problem with the path of the offending key.
 
 A person fixing a config wants the whole list at once (`operator.devicePlugin.config.name: ...`), not one
-problem per run. Paths use the document's camelCase keys and `[i]` for list items.
+problem per run. Paths use the document's camelCase keys and `[i]` for list items. Given the model a document
+was validated against, an unknown key's message lists the keys of its section and the nearest of them
+(:mod:`gpu_operator.config.key_hints`); a value outside a fixed set of words offers the nearest word; and a text
+holding a letter that only looks like an ASCII one says which (:mod:`gpu_operator.config.suggestions`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from gpu_operator.config.key_hints import unknown_key_message
+from gpu_operator.config.suggestions import did_you_mean, lookalike_note
 
 __all__ = ["Problem", "ConfigError", "problems_from_validation_error", "format_path"]
 
@@ -74,7 +81,27 @@ def _described(value: object) -> str:
     return repr(value)
 
 
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def _hinted(error: dict, message: str) -> str:
+    """The message with the nearest allowed word (for a fixed set of words) or a look-alike letter named."""
+    given = error.get("input")
+    if not isinstance(given, str):
+        return message
+    if error["type"] == "literal_error":
+        hint = did_you_mean(given, _QUOTED.findall(str(error.get("ctx", {}).get("expected", ""))))
+    else:
+        note = lookalike_note(given)
+        hint = f"({note})" if note is not None and note not in message else ""
+    return f"{message}; {hint}" if hint else message
+
+
 def _message(error: dict) -> str:
+    return _hinted(error, _plain_message(error))
+
+
+def _plain_message(error: dict) -> str:
     kind, message = error["type"], error["msg"]
     if kind in _SHAPES:
         return f"{_SHAPES[kind]}, got {_described(error.get('input'))}"
@@ -94,15 +121,23 @@ def _message(error: dict) -> str:
     return message
 
 
-def problems_from_validation_error(error: ValidationError, prefix: Sequence[str | int] = ()) -> list[Problem]:
-    """Turn pydantic's errors into Problems; union branches that pydantic tags onto the path are dropped."""
+def problems_from_validation_error(error: ValidationError, prefix: Sequence[str | int] = (),
+                                   model: type[BaseModel] | None = None) -> list[Problem]:
+    """Turn pydantic's errors into Problems; union branches that pydantic tags onto the path are dropped. With the
+    `model` validated, an unknown key's message names its section's keys."""
     problems: list[Problem] = []
     for item in error.errors():
         if _is_key_error(item):
             problems.append(_key_problem(item, prefix))
             continue
         loc = [part for part in item["loc"] if not _is_union_tag(part)]
-        problems.append(Problem(format_path([*prefix, *loc]), _message(item)))
+        message = None
+        if item["type"] == "extra_forbidden" and model is not None and loc:
+            message = unknown_key_message(model, loc, format_path([*prefix, *loc[:-1]]))
+            note = lookalike_note(str(loc[-1]))
+            if message is not None and note is not None and note not in message:
+                message = f"{message} ({note})"
+        problems.append(Problem(format_path([*prefix, *loc]), message or _message(item)))
     # a list left too short because its items were refused repeats those problems
     failed_items = {p.path.rsplit("[", 1)[0] for p in problems if p.path.endswith("]") or "[" in p.path}
     problems = [p for p in problems if not (p.message.startswith("must list at least") and p.path in failed_items)]

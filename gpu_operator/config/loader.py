@@ -25,6 +25,7 @@ from gpu_operator.config.checks import semantic_problems
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import effective_config
 from gpu_operator.config.errors import ConfigError, Problem, problems_from_validation_error
+from gpu_operator.config.file_kinds import config_document_problem
 from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
 from gpu_operator.config.yaml_reader import read_yaml_document, source_name
 
@@ -46,14 +47,22 @@ def parse_config(
     else:
         if data is not None and not isinstance(data, Mapping):
             raise ConfigError([Problem("", f"a config document must be a mapping, got {type(data).__name__}")], source)
+        kind = config_document_problem(data, _file_argument(source))
+        if kind is not None:
+            raise ConfigError([kind], source)
         try:
             doc = GpuStackConfig.model_validate(dict(data or {}))
         except ValidationError as error:
-            raise ConfigError(problems_from_validation_error(error), source) from None
+            raise ConfigError(problems_from_validation_error(error, model=GpuStackConfig), source) from None
     problems = [*semantic_problems(doc), *chart_source_problems(doc, base)]
     if problems:
         raise ConfigError(problems, source)
     return effective_config(doc)
+
+
+def _file_argument(source: str) -> str:
+    """The file a command line would name for `source`, or FILE where it is no file of its own."""
+    return source if Path(source).suffix in (".yaml", ".yml", ".json") else "FILE"
 
 
 _YAML_TYPES = {"list": "a list", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean",

@@ -38,7 +38,7 @@ def _label_problems(section: str, labels: dict[str, str]) -> Iterator[Problem]:
                                                          "or digit): the API server refuses it")
 
 
-def _labels(doc: GpuStackConfig) -> Iterator[Problem]:
+def _monitoring_labels(doc: GpuStackConfig) -> Iterator[Problem]:
     yield from _label_problems("ruleLabels", doc.monitoring.rule_labels)
     yield from _label_problems("monitorLabels", doc.monitoring.monitor_labels)
 
@@ -64,11 +64,11 @@ def runbook_url_problem(template: str) -> str | None:
     return None
 
 
-def _runbook(doc: GpuStackConfig) -> Iterator[Problem]:
+def _runbook_url(doc: GpuStackConfig) -> Iterator[Problem]:
     template = doc.monitoring.runbook_url
     problem = runbook_url_problem(template) if template is not None else None
     if problem is not None:
         yield Problem("monitoring.runbookUrl", f"{template!r} {problem}")
 
 
-MONITORING_INPUT_CHECKS: tuple[Check, ...] = (_labels, _runbook)
+MONITORING_INPUT_CHECKS: tuple[Check, ...] = (_monitoring_labels, _runbook_url)

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 
 from gpu_operator.aks.node_images import KUBERNETES_VERSION
-from gpu_operator.aks.vm_sizes import Gpu
+from gpu_operator.aks.vm_sizes import VM_SIZES, Gpu
 from gpu_operator.config.aks import SystemPool
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import pool_operating_system
 from gpu_operator.config.errors import Problem
+from gpu_operator.config.suggestions import did_you_mean
 from gpu_operator.mig.catalog import MigGeometry
 from gpu_operator.mig.default_config import default_config
 from gpu_operator.mig.matching import layouts_for
@@ -53,10 +54,12 @@ def _pool_names_are_unique(doc: GpuStackConfig) -> Iterator[Problem]:
 def _pool_vm_size_is_known(doc: GpuStackConfig) -> Iterator[Problem]:
     for index, pool in enumerate(doc.pools):
         if pool.hardware is None:
+            hint = did_you_mean(pool.vm_size, VM_SIZES, prefixes=("Standard_",))
+            sentence = f"{pool.vm_size!r} is not in the GPU VM size catalog" + (f": {hint}" if hint else "")
             yield Problem(
                 f"pools[{index}].vmSize",
-                f"{pool.vm_size!r} is not in the GPU VM size catalog: declare its GPUs under pools[{index}].gpu "
-                "(model, count, memoryGiB, and infiniband if it has IB NICs)",
+                f"{sentence}{'' if sentence.endswith('?') else '.'} For a GPU size the catalog lacks, declare its "
+                f"GPUs under pools[{index}].gpu (model, count, memoryGiB, and infiniband if it has IB NICs)",
             )
 
 

@@ -110,7 +110,7 @@ CASES = [
          "operator.daemonsets.labels.true: the key true is read as a boolean, not a string"),
     # --- config -----------------------------------------------------------------------------------------------------
     case("unknown top-level key", {"c.yaml": "operater: {}\n"}, "render -f c.yaml -o out",
-         "operater: unknown key (check the spelling; keys are camelCase"),
+         "operater: unknown key; did you mean 'operator'? the top level takes: namespace, cluster,"),
     case("unknown nested key", {"c.yaml": "operator: {devicePlugin: {enabledd: true}}\n"}, "render -f c.yaml",
          "operator.devicePlugin.enabledd: unknown key"),
     case("wrong type: chart version", {"c.yaml": "nfd: {chartVersion: 3}\n"}, "render -f c.yaml",
@@ -212,7 +212,8 @@ CASES = [
     case("pools without aks", {"c.yaml": f"pools: [{{name: h100, vmSize: {H100}}}]\n"}, "render -f c.yaml",
          "aks: pools are AKS agent pools: set aks.resourceGroup and aks.clusterName"),
     case("unknown VM size", {"c.yaml": AKS + "pools: [{name: x, vmSize: Standard_Foo}]\n"}, "render -f c.yaml",
-         "pools[0].vmSize: 'Standard_Foo' is not in the GPU VM size catalog: declare its GPUs under pools[0].gpu"),
+         "pools[0].vmSize: 'Standard_Foo' is not in the GPU VM size catalog. For a GPU size the catalog lacks, declare "
+         "its GPUs under pools[0].gpu"),
     case("MIG on a T4", {"c.yaml": AKS + f"pools: [{{name: t4, vmSize: {T4}, migConfig: all-1g.5gb}}]\n"},
          "render -f c.yaml", "pools[0].migConfig: Tesla T4 GPUs do not support MIG"),
     case("autoscale min > max", {"c.yaml": AKS + f"pools: [{{name: t4, vmSize: {T4}, "

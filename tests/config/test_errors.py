@@ -490,6 +490,18 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         "network.ipoib.ipam",
         with_pools(H100, network={"ipoib": {"ipam": '{"type": "whereabouts", "range": "192.168.0.0/16"}'}}),
     ),
+    (
+        "_monitoring_labels",
+        {"monitoring": {"ruleLabels": {"prometheus instance": "main"}}},
+        "monitoring.ruleLabels",
+        {"monitoring": {"ruleLabels": {"prometheus": "main"}}},
+    ),
+    (
+        "_runbook_url",
+        {"monitoring": {"runbookUrl": "https://{alert}"}},
+        "monitoring.runbookUrl",
+        {"monitoring": {"runbookUrl": "https://runbooks.example.com/{alert}"}},
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_operator.config.errors import ConfigError, Problem
+from gpu_operator.config.file_kinds import import_source_problem
 from gpu_operator.config.importers.clusterpolicy_manifest import KIND, import_clusterpolicy
 from gpu_operator.config.importers.helm_values import import_helm_values
 from gpu_operator.config.importers.network import (
@@ -54,6 +55,9 @@ def load_import(path: Path | str, namespace: str = "gpu-operator") -> dict[str, 
     """Our config document for a Helm values file or a ClusterPolicy manifest; ConfigError names the file."""
     path = Path(path)
     documents = _documents(path)
+    kind = import_source_problem(documents[0], str(path)) if len(documents) == 1 else None
+    if kind is not None:
+        raise ConfigError([kind], str(path))
     try:
         if documents and all(is_manifest(d) and (d.get("apiVersion"), d.get("kind")) in NETWORK_KINDS
                              for d in documents):
