@@ -5,6 +5,9 @@
 2. one `GpuNodePool` per entry of `pools` (after the cluster and the feature registration);
 3. with `agents.build`, the agents image (`AgentsImage`): built, pushed, and pullable by the cluster's kubelet
    identity (AcrPull); the operator's DaemonSets reference it by digest;
+   with `remediation.cloud.provider: azure` (and a controller to use it), `RemediationIdentity`: the identity the
+   operator controller reboots and reimages GPU nodes as, federated with its ServiceAccount and allowed only that
+   on the node resource group; the controller's ServiceAccount and pods are marked for AKS workload identity;
 4. the Kubernetes provider, built from the kubeconfig `aks.credentials` chooses once every pool exists;
 5. with InfiniBand pools (unless `network.enabled: false`), `NetworkOperator` on it: chart, NodeFeatureRule,
    NicClusterPolicy;
@@ -44,8 +47,10 @@ from gpu_operator.components.network_operator import NetworkOperator
 from gpu_operator.components.node_pool import AGENT_POOL, GpuNodePool
 from gpu_operator.components.outage_warning import OutageGuard
 from gpu_operator.components.operator import GpuOperator
+from gpu_operator.components.remediation_identity import RemediationIdentity, azure_remediation
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render.aks.node_labels import rendered_deploy_operands
+from gpu_operator.render.operands.operator_controller import NAME as CONTROLLER_ACCOUNT
 from gpu_operator.render.aks.resources import fleet_gpu_resource_names
 from gpu_operator.render.registry import render
 
@@ -103,6 +108,8 @@ class GpuCluster(pulumi.ComponentResource):
     """The GPU alerts and dashboard (`monitoring`; the rules where `cluster.prometheusOperator` is true)."""
     dra_driver: DraDriver | None
     """NVIDIA's DRA driver, for pools with `gpuAllocation: dra` (or `dra.enabled: true`)."""
+    remediation_identity: RemediationIdentity | None
+    """The operator controller's Azure identity for cloud repairs (`remediation.cloud.provider: azure`)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         azure = required(args, "azure_provider", azure_native.Provider, f"GpuCluster({name!r})",
@@ -161,6 +168,7 @@ class GpuCluster(pulumi.ComponentResource):
                 },
                 pulumi.ResourceOptions(parent=self),
             )
+        self.remediation_identity = self._remediation_identity(name, config, azure)
         self.kubernetes_provider = kubernetes_provider(
             f"{name}-kubernetes",
             self.cluster.provider_kubeconfig,
@@ -173,6 +181,8 @@ class GpuCluster(pulumi.ComponentResource):
             parent=self, before=pools, deleted_with=self.cluster.managed_cluster,
             wait_for_daemonsets=args.get("wait_for_daemonsets", False),
             agents_image=self.agents_image.image_ref if self.agents_image is not None else None,
+            controller_identity=(self.remediation_identity.client_id
+                                 if self.remediation_identity is not None else None),
         )
         self.network_operator = software.network_operator
         self.operator = software.operator
@@ -194,3 +204,22 @@ class GpuCluster(pulumi.ComponentResource):
             "nodeSelectorLabels": self.node_selector_labels,
             "tolerations": self.tolerations,
         })
+
+    def _remediation_identity(self, name: str, config: GpuStackConfig,
+                              azure: azure_native.Provider) -> RemediationIdentity | None:
+        """With `remediation.cloud.provider: azure`, the identity the controller reboots and reimages nodes as."""
+        remediation = azure_remediation(config)
+        if remediation is None:
+            return None
+        if not config.controller_enabled:
+            pulumi.log.warn("remediation.cloud.provider is azure, but no operator controller runs to act on it (it "
+                            "needs the agents image: agents.image or agents.build): no Azure identity is created",
+                            resource=self)
+            return None
+        return RemediationIdentity(
+            f"{name}-remediation",
+            {"resource_group_name": self.cluster.resource_group_name, "cluster_name": self.cluster.cluster_name,
+             "namespace": config.namespace, "service_account": CONTROLLER_ACCOUNT, "remediation": remediation,
+             "azure_provider": azure},
+            pulumi.ResourceOptions(parent=self, deleted_with=self.cluster.managed_cluster),
+        )

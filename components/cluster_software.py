@@ -72,6 +72,7 @@ def install_cluster_software(
     deleted_with: pulumi.Resource | None = None,
     wait_for_daemonsets: bool = False,
     agents_image: pulumi.Input[str] | None = None,
+    controller_identity: pulumi.Input[str] | None = None,
 ) -> ClusterSoftware:
     """Register the components the config asks for, each with `provider`, in the order above."""
 
@@ -87,7 +88,8 @@ def install_cluster_software(
         network = NetworkOperator(names.network, {"provider": provider, "config": config, "kubeconfig": kubeconfig},
                                   options(before, [nfd_crd_handover(homes, True, parent)]))
     operator_args: dict[str, Any] = {"provider": provider, "config": config, "kubeconfig": kubeconfig,
-                                     "wait_for_daemonsets": wait_for_daemonsets, "agents_image": agents_image}
+                                     "wait_for_daemonsets": wait_for_daemonsets, "agents_image": agents_image,
+                                     "controller_identity": controller_identity}
     operator = GpuOperator(names.operator, operator_args,  # type: ignore[arg-type]
                            options([*before, *([network] if network is not None else [])],
                                    [nfd_crd_handover(homes, False, parent)]))

@@ -41,7 +41,9 @@ from gpu_operator.components.operand import GpuOperand
 
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.render import render_operands
+from gpu_operator.render.aks.workload_identity import with_workload_identity
 from gpu_operator.render.nfd import nfd_chart
+from gpu_operator.render.operands.operator_controller import NAME as CONTROLLER_ACCOUNT
 from gpu_operator.render.registry import RenderedOperand
 from gpu_operator.render.workload_facts import deploy_node_labels, gpu_resource_names, runtime_class_name
 
@@ -67,6 +69,10 @@ class GpuOperatorArgs(TypedDict):
     agents_image: NotRequired[pulumi.Input[str] | None]
     """The agents image the operands run instead of the configured reference, e.g. `AgentsImage.image_ref` (by
     digest); needs `agents.image` or `agents.build` in the config."""
+    controller_identity: NotRequired[pulumi.Input[str] | None]
+    """The client id of the Azure identity the operator controller acts as (`RemediationIdentity.client_id`;
+    GpuCluster passes it with `remediation.cloud.provider: azure`): its ServiceAccount is annotated and its pods
+    labelled for AKS workload identity."""
 
 
 def _check_agents_image(config: GpuStackConfig, agents_image: object, component: str) -> None:
@@ -153,6 +159,10 @@ class GpuOperator(pulumi.ComponentResource):
         config = parse_config(args.get("config"))
         agents_image = args.get("agents_image")
         _check_agents_image(config, agents_image, f"GpuOperator({name!r})")
+        if args.get("controller_identity") is not None and not config.controller_enabled:
+            raise ComponentArgsError(
+                f"GpuOperator({name!r}): args['controller_identity'] is given but the config runs no operator "
+                "controller to use it: configure the agents image (agents.image or agents.build), or leave it out")
         if config.controller.wait_for_driver_rollout and args.get("kubeconfig") is None:
             raise ComponentArgsError(
                 f"GpuOperator({name!r}): controller.waitForDriverRollout reads the rollout through the API: pass "
@@ -170,6 +180,8 @@ class GpuOperator(pulumi.ComponentResource):
         namespace: pulumi.Resource | None = None  # the Namespace the pre-requisites create, once registered
         for operand in rendered:
             objects = _with_skip_await(operand, wait)
+            if args.get("controller_identity") is not None:
+                objects = with_workload_identity(objects, CONTROLLER_ACCOUNT, args["controller_identity"])
             if agents_image is not None:
                 objects = substitute(objects, config.agents.image.reference, agents_image)
             created = self.operands[operand.key] = GpuOperand(
