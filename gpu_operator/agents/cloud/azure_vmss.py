@@ -161,9 +161,10 @@ class AzureVmss:
         deadline = time.monotonic() + timeout
         try:
             poller = self._begin(action, instance, deadline)
-            poller.result(timeout=max(0.0, deadline - time.monotonic()))
+            poller.wait(timeout=max(0.0, deadline - time.monotonic()))
             if not poller.done():
                 raise _OperationTimedOut("the wait's bound passed")
+            poller.result()  # the poller has ended: this raises what it ended with, however late
         except _OperationTimedOut:
             result = CloudResult(action, CloudOutcome.TIMED_OUT, instance,
                                  reason=f"Azure had not finished the operation after {timeout:g} s; it may still "
