@@ -23,7 +23,7 @@ UPGRADING = {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
     (False, False, [], {}, False, "remediation.cloud.aksAutoRepair"),
     (True, True, [], {}, False, "acts only on NotReady nodes"),
     (True, False, ["ToBeDeletedByClusterAutoscaler"], {}, False, "skips nodes tainted ToBeDeletedByClusterAutoscaler"),
-    (True, False, ["node.cloudprovider.kubernetes.io/shutdown"], {}, False, "node.cloudprovider.kubernetes.io/shutdown"),
+    (True, False, ["node.cloudprovider.kubernetes.io/shutdown"], {}, False, "skips nodes tainted node.cloudprovider"),
     (True, False, [], UPGRADING, False, "AKS is upgrading the node"),
     (True, False, [], {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}, True, "left to AKS"),
 ])

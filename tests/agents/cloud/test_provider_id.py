@@ -26,8 +26,8 @@ SUB = "9b4c2a55-0c3e-4f57-8d1e-3f5a9c0d7e21"
 def test_a_scale_set_instance_is_read_in_any_case_with_its_values_as_written(provider_id: str) -> None:
     instance = parse_provider_id(provider_id)
     assert instance == VmssInstance(SUB, "MC_rg_aks_westeurope", "aks-h100-12345678-vmss", "12")
-    assert instance.resource_id == (f"/subscriptions/{SUB}/resourceGroups/MC_rg_aks_westeurope/providers/"
-                                    "Microsoft.Compute/virtualMachineScaleSets/aks-h100-12345678-vmss/virtualMachines/12")
+    assert instance.resource_id == (f"/subscriptions/{SUB}/resourceGroups/MC_rg_aks_westeurope/providers/Microsoft."
+                                    "Compute/virtualMachineScaleSets/aks-h100-12345678-vmss/virtualMachines/12")
 
 
 @pytest.mark.parametrize(("provider_id", "says"), [
