@@ -262,9 +262,12 @@ def _third_party(module: str) -> bool:
     return module.split(".")[0] not in sys.stdlib_module_names and module.split(".")[0] != "gpu_operator"
 
 
-#: Pure packages shared by the renderer and the agents: the MIG catalog and default config, and the node
-#: labelling and driver upgrade rules (the AKS pools' labels and the controller's come from one function).
-SHARED_WITH_AGENTS = ("gpu_operator.mig", "gpu_operator.labels", "gpu_operator.upgrade")
+#: Pure packages shared by the renderer and the agents: the MIG catalog and default config, the node labelling
+#: and driver upgrade rules (the AKS pools' labels and the controller's come from one function), the ground
+#: floor's facts (label selectors, quantities) and the fault catalog (the device plugin, the alerts and
+#: remediation read one).
+SHARED_WITH_AGENTS = ("gpu_operator.mig", "gpu_operator.labels", "gpu_operator.upgrade", "gpu_operator.facts",
+                      "gpu_operator.faults")
 
 
 def test_agents_import_only_the_agents_package_of_this_project() -> None:
