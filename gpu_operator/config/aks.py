@@ -39,7 +39,14 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.errors import ConfigError, problems_from_validation_error
-from gpu_operator.config.pools import Zone, check_kubernetes_version, check_pool_name, check_zones, zone_strings
+from gpu_operator.config.pools import (
+    Zone,
+    check_kubernetes_version,
+    check_pool_name,
+    check_tags,
+    check_zones,
+    zone_strings,
+)
 
 __all__ = ["AksSpec", "Credentials", "KubeloginMode", "SystemPool", "check_resource_group", "parse_aks"]
 
@@ -122,6 +129,11 @@ class AksSpec(ConfigModel):
     @classmethod
     def _version(cls, value: str | None) -> str | None:
         return check_kubernetes_version(value)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, values: dict[str, str]) -> dict[str, str]:
+        return check_tags(values)
 
     @field_validator("kubelogin_mode")
     @classmethod

@@ -75,6 +75,7 @@ __all__ = [
     "DRA_CHART",
     "DraSpec",
     "EVICTION_LABEL_ENV",
+    "MAX_CLAIM_DEVICES",
     "GpuAllocation",
     "CelSelector",
     "NamespaceUse",
@@ -87,6 +88,10 @@ __all__ = [
 DRA_CHART = PublishedChart(CHART.name, CHART.version, CHART.repository)
 #: The driver manager's variable naming the label of nodes whose GPU pods hold DRA claims.
 EVICTION_LABEL_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
+#: resource.k8s.io/v1 limits (types.go): devices one claim is allocated (`AllocationResultsMaxSize`), and the
+#: requests, constraints and config entries a claim lists (`DeviceRequestsMaxSize`, `DeviceConstraintsMaxSize`,
+#: `DeviceConfigMaxSize`).
+MAX_CLAIM_DEVICES = 32
 
 
 #: A claim template namespace outside the stack's own: the cluster has it, or the stack creates it.
@@ -109,7 +114,7 @@ class DeviceRequest(ConfigModel):
     device_class_name: str = Field(min_length=1)
     selectors: tuple[CelSelector, ...] = ()
     allocation_mode: Literal["ExactCount", "All"] = "ExactCount"
-    count: int | None = Field(default=None, ge=1)
+    count: int | None = Field(default=None, ge=1, le=MAX_CLAIM_DEVICES)
     admin_access: bool | None = None
 
 
@@ -219,9 +224,20 @@ class ClaimConstraint(ConfigModel):
 
 
 class ClaimDevices(ConfigModel):
-    requests: tuple[ClaimRequest, ...] = Field(min_length=1)
-    constraints: tuple[ClaimConstraint, ...] = ()
-    config: tuple[ClaimConfig, ...] = ()
+    requests: tuple[ClaimRequest, ...] = Field(min_length=1, max_length=MAX_CLAIM_DEVICES)
+    constraints: tuple[ClaimConstraint, ...] = Field(default=(), max_length=MAX_CLAIM_DEVICES)
+    config: tuple[ClaimConfig, ...] = Field(default=(), max_length=MAX_CLAIM_DEVICES)
+
+    @model_validator(mode="after")
+    def _devices_fit_one_claim(self) -> ClaimDevices:
+        """The scheduler allocates at most 32 devices to a claim ("exceeds the claim limit"): the counts of the
+        requests (the largest alternative of a firstAvailable) add up to at most that."""
+        wanted = sum(max(exact.count or 1 for _, exact in request.alternatives) for request in self.requests
+                     if all(exact.allocation_mode == "ExactCount" for _, exact in request.alternatives))
+        if wanted > MAX_CLAIM_DEVICES:
+            raise ValueError(f"the requests ask for {wanted} devices and the scheduler allocates at most "
+                             f"{MAX_CLAIM_DEVICES} to one claim: split them over several claims")
+        return self
 
 
 class ClaimSpec(ConfigModel):

@@ -69,6 +69,10 @@ _SHAPES: dict[str, str] = {
 }
 
 
+#: YAML reads `22.04`, `1.10` or `yes` unquoted as a number or a boolean, and `1.10` comes back as 1.1.
+_QUOTE_IT = "; quote the value as you wrote it (YAML read it as a number or a boolean)"
+
+
 def _described(value: object) -> str:
     if value is None:
         return "null"
@@ -104,7 +108,9 @@ def _message(error: dict) -> str:
 def _plain_message(error: dict) -> str:
     kind, message = error["type"], error["msg"]
     if kind in _SHAPES:
-        return f"{_SHAPES[kind]}, got {_described(error.get('input'))}"
+        given = error.get("input")
+        fix = _QUOTE_IT if kind == "string_type" and isinstance(given, (bool, int, float)) else ""
+        return f"{_SHAPES[kind]}, got {_described(given)}{fix}"
     if kind in ("too_short", "too_long"):
         bound = error.get("ctx", {}).get("min_length" if kind == "too_short" else "max_length")
         items = "item" if bound == 1 else "items"

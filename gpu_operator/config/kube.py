@@ -14,9 +14,9 @@ checked by :func:`count_or_percent`, which also refuses a 0 that would mean "nev
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, PlainValidator
+from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.facts.kube_names import is_dns_label, is_dns_subdomain, is_label_value, is_qualified_name
@@ -39,6 +39,9 @@ __all__ = [
     "AnnotationMap",
     "DnsLabel",
     "DnsSubdomain",
+    "EnvList",
+    "check_env_name",
+    "distinct_env_names",
     "LabelMap",
     "ObjectName",
     "PodSelector",
@@ -49,6 +52,9 @@ _QUANTITY = re.compile(r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[n
 #: A size written with a byte unit, or a suffix in the wrong case (`10GB`, `10gib`, `512mb`).
 _BYTE_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgtpe])(i?)b?", re.IGNORECASE)
 _PERCENT = re.compile(r"^([0-9]+)%\Z")
+#: An environment variable name as Kubernetes validated it before 1.34 relaxed the rule (IsEnvVarName), so a
+#: name is accepted by every API server this package supports and usable from a shell.
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 
 
 def _quantity_hint(text: str) -> str:
@@ -130,6 +136,21 @@ def _pod_selector(text: str) -> str:
     return text
 
 
+def check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError(f"{value!r} is not an environment variable name: letters, digits, '_', '-' and '.', not "
+                         "starting with a digit")
+    return value
+
+
+def distinct_env_names(names: list[str]) -> None:
+    """Each variable once: Kubernetes keeps the last of two, so the first would silently have no effect."""
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"variable listed twice: {', '.join(twice)} (the later one would silently hide the "
+                         "first); keep one")
+
+
 def count_or_percent(value: int | str, what: str, zero: str | None = None) -> int | str:
     """An int-or-string such as `maxUnavailable`: a count (a number or digit string) or a percentage of at most
     100%. `zero` says why 0 is refused where it would mean "never" (None: 0 is allowed)."""
@@ -164,8 +185,17 @@ ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
 class EnvVar(ConfigModel):
     """One `{name, value}` environment variable, as the ClusterPolicy `env` lists carry them."""
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, AfterValidator(check_env_name)]
     value: str | None = None
+
+
+def _env_list(values: tuple[EnvVar, ...]) -> tuple[EnvVar, ...]:
+    distinct_env_names([var.name for var in values])
+    return values
+
+
+#: An operand's `env`: valid names, each once.
+EnvList = Annotated[tuple[EnvVar, ...], AfterValidator(_env_list)]
 
 
 class ResourceRequirements(ConfigModel):
@@ -176,13 +206,32 @@ class ResourceRequirements(ConfigModel):
 
 
 class Toleration(ConfigModel):
-    """A pod toleration (core/v1 Toleration)."""
+    """A pod toleration (core/v1 Toleration), held to the API server's rules (core validation
+    `ValidateTolerations`): a qualified key; no key only with `Exists` (every taint); no value with `Exists`, a label
+    value with `Equal`; `tolerationSeconds` only with `NoExecute`."""
 
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
     key: str | None = None
     operator: Literal["Exists", "Equal"] | None = None
     toleration_seconds: int | None = None
     value: str | None = None
+
+    @model_validator(mode="after")
+    def _api_rules(self) -> Self:
+        key, value, exists = self.key or "", self.value or "", self.operator == "Exists"
+        if key and not is_qualified_name(key):
+            raise ValueError(f"key {key!r} is not a taint key such as 'nvidia.com/gpu' (a qualified name)")
+        if not key and not exists:
+            raise ValueError("a toleration without key must have operator: Exists (it then tolerates every taint); "
+                             "give the key of the taint, or operator: Exists")
+        if exists and value:
+            raise ValueError(f"operator Exists takes no value (got {value!r}): remove value, or use operator: Equal")
+        if not exists and not is_label_value(value):
+            raise ValueError(f"value {value!r} is not a taint value (at most 63 letters, digits, '-', '_' and '.')")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds applies to effect NoExecute only (how long a pod stays on a node "
+                             "tainted NoExecute): set effect: NoExecute, or remove tolerationSeconds")
+        return self
 
 
 class SELinuxOptions(ConfigModel):

@@ -34,7 +34,7 @@ from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel, Int32
 from gpu_operator.config.chart_source import ChartSource, PublishedChart, check_chart_version
-from gpu_operator.config.kube import DnsLabel, PodSelector, Quantity
+from gpu_operator.config.kube import DnsLabel, PodSelector, Quantity, check_env_name, distinct_env_names
 from gpu_operator.config.pools import GpuPool
 
 __all__ = [
@@ -80,7 +80,6 @@ CHART_VALUE_KEYS = frozenset({
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _PCI_DEVICE = re.compile(r"^[0-9a-f]{4}\Z")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 
 
 def check_resource_name(value: str) -> str:
@@ -170,9 +169,7 @@ class EnvVar(ConfigModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _ENV_NAME.match(value):
-            raise ValueError(f"{value!r} is not an environment variable name")
-        return value
+        return check_env_name(value)
 
 
 class ContainerResources(ConfigModel):
@@ -208,10 +205,7 @@ class OfedDriverSpec(ConfigModel):
     @field_validator("env")
     @classmethod
     def _env(cls, values: tuple[EnvVar, ...]) -> tuple[EnvVar, ...]:
-        names = [var.name for var in values]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"variable listed twice: {', '.join(duplicates)}")
+        distinct_env_names([var.name for var in values])
         return values
 
 

@@ -21,6 +21,7 @@ from gpu_operator.config.aks import SystemPool
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.effective import pool_operating_system
 from gpu_operator.config.errors import Problem
+from gpu_operator.config.pools import MAX_TAGS
 from gpu_operator.config.suggestions import did_you_mean
 from gpu_operator.mig.catalog import MigGeometry
 from gpu_operator.mig.default_config import default_config
@@ -115,6 +116,16 @@ def _pool_not_newer_than_its_cluster(doc: GpuStackConfig) -> Iterator[Problem]:
                           f"{version} is newer than the cluster's control plane (aks.kubernetesVersion {cluster}), "
                           f"which AKS refuses: upgrade aks.kubernetesVersion to {version} first, or give the pool "
                           f"{cluster} or older")
+
+
+def _pool_tags_fit_azures_limit(doc: GpuStackConfig) -> Iterator[Problem]:
+    """A pool carries the cluster's tags and its own; together they are one resource's tags."""
+    cluster = doc.aks.tags if doc.aks is not None else {}
+    for index, pool in enumerate(doc.pools):
+        count = len({**cluster, **pool.tags})
+        if count > MAX_TAGS:
+            yield Problem(f"pools[{index}].tags", f"with aks.tags the pool carries {count} tags; an Azure resource "
+                                                  f"takes at most {MAX_TAGS}: drop some here or in aks.tags")
 
 
 def _pool_os_is_known(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -264,6 +275,7 @@ POOL_CHECKS: tuple[Check, ...] = (
     _pool_vm_size_is_known,
     _pool_count_fits_autoscale,
     _pool_not_newer_than_its_cluster,
+    _pool_tags_fit_azures_limit,
     _aks_managed_driver_excludes_operator_driver,
     _pool_os_is_known,
     _pool_mig_config,

@@ -23,8 +23,10 @@ the operator's driver install keeps failing on nodes that come back (NVIDIA/gpu-
 
 AKS's limits are checked here rather than at `pulumi up`: `osDiskSizeGB` is 0 (the VM size's default) or at least
 the node image's 30 GB (Azure refuses an OS disk smaller than its image), a zone is listed once, `maxSurge` adds
-at least one node and at most 100% of the pool, and a pool's `orchestratorVersion` is not newer than the
-cluster's (the control plane is upgraded first).
+at least one node and at most 100% of the pool, a pool's `orchestratorVersion` is not newer than the
+cluster's (the control plane is upgraded first), and `tags` follow Azure's tag rules (a name of 1 to 512
+characters without `<>%&\\?/`, not under the reserved `microsoft`, `azure` or `windows` prefixes; a value of at most
+256 characters; at most 50 tags on a resource).
 """
 
 from __future__ import annotations
@@ -59,9 +61,11 @@ __all__ = [
     "UpgradeSettings",
     "Workload",
     "Zone",
+    "MAX_TAGS",
     "MIN_OS_DISK_GB",
     "check_kubernetes_version",
     "check_pool_name",
+    "check_tags",
     "check_zones",
     "zone_strings",
 ]
@@ -108,6 +112,30 @@ def zone_strings(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(str(zone) if isinstance(zone, int) and not isinstance(zone, bool) else zone for zone in value)
     return value
+
+
+#: Azure's tag limits (Azure Resource Manager, "Use tags to organize your Azure resources").
+MAX_TAGS, MAX_TAG_NAME, MAX_TAG_VALUE = 50, 512, 256
+_TAG_NAME_FORBIDDEN = set('<>%&\\?/')
+_RESERVED_TAG_PREFIXES = ("microsoft", "azure", "windows")
+
+
+def check_tags(values: dict[str, str]) -> dict[str, str]:
+    """Azure resource tags, by Azure's rules; ValueError names the tag and the rule."""
+    if len(values) > MAX_TAGS:
+        raise ValueError(f"{len(values)} tags: an Azure resource takes at most {MAX_TAGS}")
+    for name, value in values.items():
+        if not name.strip() or len(name) > MAX_TAG_NAME:
+            raise ValueError(f"tag name {name!r} must have 1 to {MAX_TAG_NAME} characters")
+        bad = sorted(_TAG_NAME_FORBIDDEN & set(name))
+        if bad:
+            raise ValueError(f"tag name {name!r} holds {' '.join(bad)}, which Azure refuses in tag names")
+        if name.lower().startswith(_RESERVED_TAG_PREFIXES):
+            raise ValueError(f"tag name {name!r} starts with a prefix Azure reserves (microsoft, azure, windows)")
+        if len(value) > MAX_TAG_VALUE:
+            raise ValueError(f"the value of tag {name!r} has {len(value)} characters; Azure takes at most "
+                             f"{MAX_TAG_VALUE}")
+    return values
 
 
 def check_zones(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -254,6 +282,11 @@ class GpuPool(ConfigModel):
         if duplicates:
             raise ValueError(f"taint listed twice: {', '.join(duplicates)}")
         return values
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, values: dict[str, str]) -> dict[str, str]:
+        return check_tags(values)
 
     @field_validator("labels")
     @classmethod

@@ -18,7 +18,7 @@ import pytest
 
 from gpu_operator.config import ConfigError, parse_config
 from gpu_operator.render.dra import claim_templates
-from tests.config.test_errors import H100, with_pools
+from tests.config.test_errors import H100, problems_of, with_pools
 from tests.support.schemas import builtin_errors
 
 H100_DRA = {**H100, "name": "h100dra", "gpuAllocation": "dra"}
@@ -114,3 +114,30 @@ def test_bad_claim_config_names_the_field_and_the_fix(doc: dict[str, Any], path:
     found = problems(doc)
     assert [p for p, _ in found] == [path], found
     assert wanted in found[0][1], found
+
+
+def _claim(*requests: dict[str, Any]) -> dict[str, Any]:
+    template = {"name": "t", "namespace": "dra-driver-nvidia-gpu", "spec": {"devices": {"requests": list(requests)}}}
+    return with_pools(H100_DRA, dra={"claimTemplates": [template]})
+
+
+def _gpus(name: str, count: int) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}
+
+
+@pytest.mark.parametrize("requests", [[_gpus("a", 32)], [_gpus("a", 16), _gpus("b", 16)],
+                                      [_gpus(f"r{i}", 1) for i in range(32)]])
+def test_a_claim_of_up_to_32_devices_is_accepted(requests: list[dict[str, Any]]) -> None:
+    """resource.k8s.io/v1 types.go: AllocationResultsMaxSize = DeviceRequestsMaxSize = 32."""
+    parse_config(_claim(*requests))
+
+
+@pytest.mark.parametrize(("requests", "path", "why"), [
+    ([_gpus("a", 33)], "requests[0].exactly.count", "less than or equal to 32"),
+    ([_gpus("a", 16), _gpus("b", 17)], "", "the requests ask for 33 devices and the scheduler allocates at most 32"),
+    ([_gpus(f"r{i}", 1) for i in range(33)], "requests", "must list at most 32 items"),
+])
+def test_a_claim_past_32_devices_is_refused(requests: list[dict[str, Any]], path: str, why: str) -> None:
+    found = {p.path: p.message for p in problems_of(_claim(*requests))}
+    where = "dra.claimTemplates[0].spec.devices" + (f".{path}" if path else "")
+    assert why in found[where], found

@@ -355,6 +355,15 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         with_pools({**H100, "count": 4, "autoscale": {"minCount": 0, "maxCount": 4}}),
     ),
     (
+        # Azure: at most 50 tags on a resource; a pool carries aks.tags and its own
+        "_pool_tags_fit_azures_limit",
+        {"aks": {**AKS, "tags": {f"c{i}": "x" for i in range(30)}},
+         "pools": [{**H100, "tags": {f"p{i}": "x" for i in range(21)}}]},
+        "pools[0].tags",
+        {"aks": {**AKS, "tags": {f"c{i}": "x" for i in range(30)}},
+         "pools": [{**H100, "tags": {f"p{i}": "x" for i in range(20)}}]},
+    ),
+    (
         # AKS upgrades the control plane first; a pool may lag it, never lead it ("1.34" is the newest 1.34 patch)
         "_pool_not_newer_than_its_cluster",
         with_pools({**H100, "orchestratorVersion": "1.35"}),

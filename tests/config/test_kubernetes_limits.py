@@ -203,3 +203,52 @@ def test_distinct_zones_are_accepted(zones: list[Any]) -> None:
 def test_a_zone_listed_twice_is_refused(where: str, document: dict[str, Any]) -> None:
     assert problems(document)[where].startswith("zone ")
     assert "is listed twice: list each zone once" in problems(document)[where]
+
+
+TOLERATIONS = "operator.daemonsets.tolerations"
+
+
+@pytest.mark.parametrize("toleration", [
+    {"operator": "Exists"},                                              # every taint
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+    {"key": "sku", "value": "gpu"},                                      # operator defaults to Equal
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+])
+def test_tolerations_the_api_server_takes_are_accepted(toleration: dict[str, Any]) -> None:
+    parse_config(nested(TOLERATIONS, [toleration]))
+
+
+@pytest.mark.parametrize(("toleration", "why"), [
+    ({"key": "a", "operator": "Exists", "value": "x"}, "operator Exists takes no value (got 'x')"),
+    ({"operator": "Equal", "value": "x"}, "a toleration without key must have operator: Exists"),
+    ({"value": "x"}, "a toleration without key must have operator: Exists"),
+    ({"key": "a", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30},
+     "tolerationSeconds applies to effect NoExecute only"),
+    ({"key": "bad key", "operator": "Exists"}, "key 'bad key' is not a taint key"),
+    ({"key": "sku", "operator": "Equal", "value": "g p u"}, "value 'g p u' is not a taint value"),
+])
+def test_a_toleration_the_api_server_refuses_is_refused(toleration: dict[str, Any], why: str) -> None:
+    """k8s.io/kubernetes pkg/apis/core/validation `ValidateTolerations`, the same rules in config."""
+    assert problems(nested(TOLERATIONS, [toleration]))[f"{TOLERATIONS}[0]"].startswith(why)
+
+
+@pytest.mark.parametrize("tags", [{"team": "ml"}, {"t" * 512: "v" * 256}, {f"t{i}": "x" for i in range(50)},
+                                  {"cost center": "a/b"}])
+def test_azure_tags_within_azures_rules_are_accepted(tags: dict[str, str]) -> None:
+    parse_config(pool(tags=tags))
+    parse_config({"aks": {**AKS, "tags": tags}})
+
+
+@pytest.mark.parametrize(("tags", "why"), [
+    ({"": "x"}, "tag name '' must have 1 to 512 characters"),
+    ({"t" * 513: "x"}, "must have 1 to 512 characters"),
+    ({"team": "v" * 257}, "the value of tag 'team' has 257 characters; Azure takes at most 256"),
+    ({f"t{i}": "x" for i in range(51)}, "51 tags: an Azure resource takes at most 50"),
+    ({"a/b": "x"}, "holds /, which Azure refuses in tag names"),
+    ({"cost<center>": "x"}, "holds < >, which Azure refuses"),
+    ({"microsoft.owner": "x"}, "starts with a prefix Azure reserves"),
+])
+def test_azure_tags_past_azures_rules_are_refused(tags: dict[str, str], why: str) -> None:
+    assert why in problems(pool(tags=tags))["pools[0].tags"]
+    assert why in problems({"aks": {**AKS, "tags": tags}})["aks.tags"]

@@ -129,3 +129,16 @@ def test_the_key_walk_reaches_sections_through_lists_and_maps() -> None:
     model = section_model(GpuStackConfig, ["configs", "devicePlugin", "any-name", "sharing"])
     assert model is not None and section_keys(model) == ["timeSlicing", "mps"]
     assert section_model(GpuStackConfig, ["operator", "driver", "version"]) is None  # a string, not a section
+
+
+@pytest.mark.parametrize(("document", "path"), [
+    ({"cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": 22.04}]}},
+     "cluster.operatingSystems[0].versionId"),
+    ({"nfd": {"chartVersion": 3}}, "nfd.chartVersion"),
+    ({"namespace": True}, "namespace"),
+])
+def test_a_number_or_boolean_where_text_goes_is_told_to_quote_it_as_written(document: dict[str, Any],
+                                                                           path: str) -> None:
+    """YAML reads `versionId: 22.10` as the number 22.1: quoting "as written" keeps the 0 the message cannot see."""
+    assert problems(document)[path].endswith(
+        "; quote the value as you wrote it (YAML read it as a number or a boolean)")

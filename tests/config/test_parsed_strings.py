@@ -245,3 +245,26 @@ def test_a_quantity_the_api_server_cannot_parse_is_refused_in_both_sections(sect
 def test_a_trailing_newline_is_not_part_of_a_valid_name(path: str, value: Any) -> None:
     """`key: |` block scalars end in a newline; Python's `$` matches before it, `\\Z` does not."""
     assert problems({path: value})
+
+
+ENV_PATHS = ["operator.driver.env", "operator.toolkit.env", "operator.devicePlugin.env", "operator.driver.manager.env",
+             "operator.validator.env", "operator.validator.plugin.env", "operator.gds.env",
+             "network.ofedDriver.env"]
+
+
+def env_document(path: str, variables: list[dict[str, str]]) -> dict[str, Any]:
+    document = nested(path, variables)
+    if path.startswith("network."):
+        document["network"] = {**NETWORK, **document["network"]}
+    return document
+
+
+@pytest.mark.parametrize("path", ENV_PATHS)
+def test_env_names_and_duplicates_follow_one_rule_in_every_section(path: str) -> None:
+    """`network.ofedDriver.env` refused a bad name and a name given twice; the operator's sections took both (the
+    later variable silently hides the earlier one in the pod)."""
+    parsed(env_document(path, [{"name": "A_1.b-c", "value": "x"}, {"name": "_B", "value": "y"}]))
+    twice = problems(env_document(path, [{"name": "MODE", "value": "a"}, {"name": "MODE", "value": "b"}]))
+    assert twice[path].startswith("variable listed twice: MODE (the later one would silently hide the first)")
+    named = problems(env_document(path, [{"name": "1ST VAR", "value": "a"}]))
+    assert named[f"{path}[0].name"].startswith("'1ST VAR' is not an environment variable name")

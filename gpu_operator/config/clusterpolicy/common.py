@@ -26,7 +26,7 @@ from gpu_operator.config.clusterpolicy.image_reference import (
     check_repository,
     check_tag_or_digest,
 )
-from gpu_operator.config.kube import DnsSubdomain, EnvVar, ImagePullPolicy, ObjectName, ResourceRequirements
+from gpu_operator.config.kube import DnsSubdomain, EnvList, ImagePullPolicy, ObjectName, ResourceRequirements
 
 __all__ = [
     "ImageFields",
@@ -119,7 +119,7 @@ class OperandSpec(ImageFields):
 
     enabled: bool = True
     args: tuple[str, ...] = ()
-    env: tuple[EnvVar, ...] = ()
+    env: EnvList = ()
     resources: ResourceRequirements | None = None
     host_network: bool = False
 
@@ -129,7 +129,7 @@ class ContainerOperandSpec(ImageFields):
 
     enabled: bool = False
     args: tuple[str, ...] = ()
-    env: tuple[EnvVar, ...] = ()
+    env: EnvList = ()
 
 
 class NamedConfigRef(ConfigModel):
@@ -141,5 +141,5 @@ class NamedConfigRef(ConfigModel):
 class EnvOnly(ConfigModel):
     """A section that only carries extra environment variables."""
 
-    env: tuple[EnvVar, ...] = ()
+    env: EnvList = ()
 

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator
 from gpu_operator.config.base import ConfigModel, Int32
 from gpu_operator.config.clusterpolicy.common import ImageFields, OperandSpec
 from gpu_operator.config.clusterpolicy.runtime import check_max_unavailable
-from gpu_operator.config.kube import EnvVar, ObjectName, PodSelector
+from gpu_operator.config.kube import EnvList, ObjectName, PodSelector
 
 __all__ = [
     "ContainerProbe",
@@ -56,7 +56,7 @@ class DriverManagerSpec(ImageFields):
     repository: str = "nvcr.io/nvidia/cloud-native"
     image: str = "k8s-driver-manager"
     version: str = "v0.12.0"
-    env: tuple[EnvVar, ...] = ()
+    env: EnvList = ()
 
 
 class DrainSpec(ConfigModel):

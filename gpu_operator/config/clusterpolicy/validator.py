@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gpu_operator.config.clusterpolicy.common import EnvOnly, ImageFields
-from gpu_operator.config.kube import EnvVar, ResourceRequirements
+from gpu_operator.config.kube import EnvList, ResourceRequirements
 
 __all__ = ["ValidatorSpec"]
 
@@ -21,7 +21,7 @@ class ValidatorSpec(ImageFields):
     image: str = "gpu-operator"
     version: str = "v26.7.0"
     args: tuple[str, ...] = ()
-    env: tuple[EnvVar, ...] = ()
+    env: EnvList = ()
     resources: ResourceRequirements | None = None
     host_network: bool = False
     driver: EnvOnly = EnvOnly()
