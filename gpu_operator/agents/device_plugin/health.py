@@ -7,7 +7,10 @@ too old for events) is `Unhealthy` from the start; an event set that cannot be c
 (logged). A critical XID marks the device it concerns `Unhealthy` (a MIG device when the event carries its
 GPU/compute instance ids, every device of the GPU otherwise), unless the XID is one NVIDIA ignores by default
 because it is an application's fault, not the GPU's (13, 31, 43, 45, 68, 109); a critical XID whose device NVML
-cannot name marks every device unhealthy, and so does a failing event wait (other than its timeout).
+cannot name marks every device unhealthy, and so does a failing event wait (other than its timeout). The skip
+list is the fault catalog's (:data:`gpu_operator.faults.DEVICE_PLUGIN_SKIPPED_XIDS`), and the log names each XID's
+class there. The two disagree on 109 (context switch timeout): the catalog says the GPU needs a reset, NVIDIA's
+plugin keeps advertising the device, and so does this one; the remediation acts on 109 through the catalog.
 
 The two variables are read as NVIDIA's plugin reads them: each is lower-cased and split at commas, and each
 item, trimmed, is `all` or `xids` (the whole variable then means *all XIDs*, whatever else it lists), empty
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 
 from gpu_operator.agents.device_plugin.devices import PluginDevice
 from gpu_operator.agents.nvml import DeviceEvent, EventKind, Nvml, NvmlError
+from gpu_operator.faults import DEVICE_PLUGIN_SKIPPED_XIDS, classify_xid
 
 __all__ = [
     "DEFAULT_IGNORED_XIDS",
@@ -47,7 +51,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_IGNORED_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68, 109})
+DEFAULT_IGNORED_XIDS: frozenset[int] = DEVICE_PLUGIN_SKIPPED_XIDS
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
 #: The words that stand for every XID, and the XID number that does too.
@@ -103,6 +107,11 @@ def health_policy(environ: Mapping[str, str], recovery_period: float) -> HealthP
         return HealthPolicy(enabled=False, ignored=DEFAULT_IGNORED_XIDS, recovery_period=recovery_period)
     ignored = frozenset() if every is False else frozenset(x for x, off in disabled.items() if off)
     return HealthPolicy(True, ignored, recovery_period)
+
+
+def _xid_text(xid: int) -> str:
+    """`XID 79 (fallen-off-bus)`: the XID with its class in the fault catalog."""
+    return f"XID {xid} ({classify_xid(xid).name})" if xid > 0 else f"XID {xid}"
 
 
 def _concerns(event: DeviceEvent, device: PluginDevice) -> bool:
@@ -165,11 +174,11 @@ class HealthMonitor:
                 _log.info("ignoring XID %d on %s", event.data, event.uuid)
             return
         if event.uuid is None:
-            self._mark(list(self._devices), f"XID {event.data} from a device NVML cannot name")
+            self._mark(list(self._devices), f"{_xid_text(event.data)} from a device NVML cannot name")
             return
         hit = [u for u, d in self._devices.items() if _concerns(event, d)]
         if hit:
-            self._mark(hit, f"XID {event.data}")
+            self._mark(hit, _xid_text(event.data))
 
     def watch(self) -> bool:
         """Register for events; mark the devices of GPUs NVML will not watch. False when no event set exists."""

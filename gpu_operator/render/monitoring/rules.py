@@ -23,14 +23,14 @@ from gpu_operator.config.monitoring import AlertThresholds
 from gpu_operator.render.monitoring.exporter_fields import emitted_metrics
 from gpu_operator.render.monitoring.gpu_lost import gpus_below_pool
 from gpu_operator.render.monitoring.promql import metric_names
-from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_RESET_OR_REBOOT, xid_regex
+from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_REBOOT, xid_regex
 
 __all__ = ["ALERTS", "RULE_NAME", "Alert", "Expression", "Recording", "alerts", "expression", "recordings",
            "render_prometheus_rule"]
 
 RULE_NAME = "gpu-operator-alerts"
 _GPU = "hostname, gpu, UUID"
-_REBOOT_XIDS = ", ".join(str(code) for code, action in sorted(XID_RESET_OR_REBOOT.items()) if action == "reboot")
+_REBOOT_XIDS = ", ".join(str(code) for code in XID_REBOOT)
 _THRESHOLD = re.compile(r"\{t\.([a-z_]+)\}")
 
 

@@ -1,43 +1,34 @@
-"""XID classes for the alerts: the XIDs after which a GPU needs a reset or its node a reboot, and workload XIDs.
+"""XID classes for the alerts, read from the fault catalog (:mod:`gpu_operator.faults`).
 
 dcgm-exporter reports the last XID of each GPU as `DCGM_FI_DEV_XID_ERRORS` with the code in the `err_code` label
-(its `xid_errors.go` only names the codes; it does not class them). The classes here follow NVIDIA's XID catalog
-("Analyzing the XID catalog", docs.nvidia.com/deploy/xid-errors), whose "immediate resolution" column says what an
-operator does first:
+(its `xid_errors.go` only names the codes; it does not class them), so the alerts select XIDs by their class in
+NVIDIA's catalog, as the remediation does:
 
-* `RESET_GPU`: 46, 62, 64, 95, 109, 110, 119, 120 (GSP RPC timeout / GSP error, the usual H100 escalation to
-  "GPU Reset Required"), 136, 140, 143, 155, 156, 158;
-* `RESTART_BM` (reboot the machine): 79 (fallen off the bus); `RESTART_VM`: 151;
-* workflows that end in a reset: 48 (double-bit ECC, with its DRAM/SRAM details 171 and 172 on newer drivers),
-  74 (NVLink) and 144-150 (NVLink 5);
-* 154 "GPU recovery action changed": the driver itself says the GPU now needs a reset, or the node a reboot;
-* 169, the newer drivers' form of 62.
+* the hardware alert fires on every XID whose class takes a node out of service by default (reset-required,
+  fallen-off-bus, reboot-required, nvlink, hardware-failure): 48, 62, 64, 79, 95, 119, 120, 151, the NVLink XIDs
+  74 and 144-150 before their decode, 154 before its message is read, and the CONTACT_SUPPORT ones;
+* the application alert on the `application` class (NVIDIA's RESTART_APP: 13, 31, 43, 45, 94, ...);
+* the catalog's `informational` XIDs (IGNORE: 63 row remapping took place, 92 single-bit ECC rate, ...) raise no
+  XID alert: the memory they speak of has its own alerts (pending and failed row remaps).
 
-Kept from before as hardware faults although the catalog starts with a lighter action: 63 (a row remap that takes
-effect at the next reset), 92 (high single-bit ECC rate, which precedes double-bit errors) and 94 (a contained
-ECC error). Workload XIDs (13, 31, 43: the catalog's `RESTART_APP`/`IGNORE`) get their own warning.
+The alert reads the last XID alone, without its message, so XIDs 144-150 and 154 count by their catalog bucket.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from gpu_operator.faults import FAULT_CLASSES, xids_of
 
-__all__ = ["XID_APPLICATION", "XID_HARDWARE", "XID_RESET_OR_REBOOT", "xid_regex"]
+__all__ = ["XID_APPLICATION", "XID_HARDWARE", "XID_REBOOT", "xid_regex"]
 
-#: XID -> what it needs: "reset" (the GPU) or "reboot" (the node).
-XID_RESET_OR_REBOOT: Mapping[int, str] = {
-    **{code: "reset" for code in (46, 48, 62, 64, 74, 95, 109, 110, 119, 120, 136, 140, 143)},
-    **{code: "reset" for code in range(144, 151)},
-    **{code: "reset" for code in (154, 155, 156, 158, 169, 171, 172)},
-    79: "reboot",
-    151: "reboot",
-}
+#: Every XID the hardware alert fires on: those of the classes that quarantine by default.
+XID_HARDWARE: tuple[int, ...] = xids_of(*(c.name for c in FAULT_CLASSES.values() if c.quarantine))
 
-#: Every XID the hardware alert fires on: the reset/reboot class and the degrading-hardware XIDs.
-XID_HARDWARE: tuple[int, ...] = tuple(sorted({*XID_RESET_OR_REBOOT, 63, 92, 94}))
+#: XIDs whose class reboots the node without trying a GPU reset first.
+XID_REBOOT: tuple[int, ...] = xids_of(*(
+    c.name for c in FAULT_CLASSES.values() if "reboot" in c.ladder and "reset-gpu" not in c.ladder))
 
 #: XIDs that usually come from the workload, not the GPU.
-XID_APPLICATION: tuple[int, ...] = (13, 31, 43)
+XID_APPLICATION: tuple[int, ...] = xids_of("application")
 
 
 def xid_regex(codes: tuple[int, ...]) -> str:

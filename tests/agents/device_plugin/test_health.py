@@ -13,12 +13,35 @@ from gpu_operator.agents.device_plugin.devices import PluginDevice, build_resour
 from gpu_operator.agents.device_plugin.health import DEFAULT_IGNORED_XIDS, HealthMonitor, HealthPolicy, health_policy
 from gpu_operator.agents.device_plugin.settings import MigStrategy, Settings, resolve_settings
 from gpu_operator.agents.nvml import DeviceEvent, EventKind, GpuInfo, Nvml, NvmlError, open_nvml
+from gpu_operator.faults import DEVICE_PLUGIN_SKIPPED_XIDS, classify_xid
 from tests.agents.device_plugin.harness import InjectableNvml, xid
 
 
 def test_default_ignored_xids_are_nvidias() -> None:
+    """NVIDIA k8s-device-plugin v0.20.0 internal/rm/health.go `getDisabledHealthCheckXids` (`ignoredXids`), read
+    from the fault catalog's copy of it."""
     assert DEFAULT_IGNORED_XIDS == {13, 31, 43, 45, 68, 109}
+    assert DEFAULT_IGNORED_XIDS is DEVICE_PLUGIN_SKIPPED_XIDS
     assert health_policy({}, 0) == HealthPolicy(True, DEFAULT_IGNORED_XIDS, 0)
+
+
+def test_xid_109_keeps_the_device_although_the_catalog_says_reset(caplog: pytest.LogCaptureFixture) -> None:
+    """Where the plugin and the fault catalog disagree, the plugin follows NVIDIA's plugin: XID 109 (context switch
+    timeout, the catalog's RESET_GPU) leaves the device Healthy (v0.20.0 internal/rm/health.go `checkHealth` skips
+    it); the remediation acts on it through the catalog. Every other XID of the skip list is an application fault
+    in the catalog too (68 is RESTART_APP)."""
+    assert classify_xid(109).name == "reset-required" and classify_xid(109).quarantine
+    assert {classify_xid(code).name for code in DEFAULT_IGNORED_XIDS - {109}} == {"application"}
+    nvml = InjectableNvml("h100-8x")
+    devices = [d for r in build_resources(nvml.devices(), Settings()) for d in r.devices]
+    monitor = HealthMonitor(nvml, devices, health_policy({}, 0), lambda _: None)
+    gpu = nvml.devices()[2]
+    monitor.handle(xid(gpu, 109))
+    assert monitor.unhealthy == frozenset()
+    with caplog.at_level(logging.WARNING):
+        monitor.handle(xid(gpu, 79))
+    assert monitor.unhealthy == {gpu.uuid}
+    assert "XID 79 (fallen-off-bus)" in caplog.text
 
 
 @pytest.mark.parametrize(

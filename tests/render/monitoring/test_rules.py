@@ -14,7 +14,7 @@ from gpu_operator.agents.metrics_exporter.fields import FIELD_SOURCES
 from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_METRICS, PROMETHEUS_METRICS
 from gpu_operator.render.monitoring.promql import metric_names
-from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_RESET_OR_REBOOT
+from gpu_operator.render.monitoring.xid import XID_APPLICATION, XID_HARDWARE, XID_REBOOT
 from tests.render.monitoring.promtool_cases import (
     AKS,
     PROMTOOL,
@@ -306,10 +306,13 @@ def test_promtool_unit_tests_of_the_throttling_alerts(tmp_path: Path) -> None:
 def test_the_hardware_xids_cover_every_reset_or_reboot_xid() -> None:
     """NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors, "immediate resolution" RESET_GPU / RESTART_BM /
     RESTART_VM, and XID 154 "GPU recovery action changed"); dcgm-exporter's internal/pkg/collector/xid_errors.go
-    `xidErrCodeToText` names the codes 119 "GSP RPC Timeout", 120 "GSP Error", 154 "GPU Recovery Action Changed"."""
-    assert {92, 119, 120, 154} <= set(XID_HARDWARE)
-    assert set(XID_RESET_OR_REBOOT) <= set(XID_HARDWARE)
-    assert {code for code, action in XID_RESET_OR_REBOOT.items() if action == "reboot"} == {79, 151}
+    `xidErrCodeToText` names the codes 119 "GSP RPC Timeout", 120 "GSP Error", 154 "GPU Recovery Action Changed".
+    The reboot XIDs are RESTART_BM (79), RESTART_VM (151) and 168 (errors in the write-protected region, "boot
+    re-attempted"); 92 (high single-bit ECC rate) is IGNORE in the catalog and has no XID alert."""
+    assert {48, 62, 64, 95, 119, 120, 154} <= set(XID_HARDWARE)
+    assert set(XID_REBOOT) <= set(XID_HARDWARE)
+    assert XID_REBOOT == (79, 151, 168)
+    assert 92 not in XID_HARDWARE + XID_APPLICATION
     assert not set(XID_HARDWARE) & set(XID_APPLICATION)
 
 
