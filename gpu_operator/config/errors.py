@@ -69,6 +69,12 @@ _SHAPES: dict[str, str] = {
 }
 
 
+#: Patterns of string fields, in words (a regular expression is no fix for a person).
+_PATTERN_WORDS: dict[str, str] = {
+    r"^(([0-9]+)(y|w|d|h|m|s|ms))+$": "a Prometheus duration: numbers with units y, w, d, h, m, s or ms, such as "
+                                       "'5m' or '1h30m'",
+}
+
 #: YAML reads `22.04`, `1.10` or `yes` unquoted as a number or a boolean, and `1.10` comes back as 1.1.
 _QUOTE_IT = "; quote the value as you wrote it (YAML read it as a number or a boolean)"
 
@@ -115,6 +121,8 @@ def _plain_message(error: dict) -> str:
         bound = error.get("ctx", {}).get("min_length" if kind == "too_short" else "max_length")
         items = "item" if bound == 1 else "items"
         return f"must list at {'least' if kind == 'too_short' else 'most'} {bound} {items}"
+    if kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") in _PATTERN_WORDS:
+        return f"{error.get('input')!r} is not {_PATTERN_WORDS[error['ctx']['pattern']]}"
     if kind == "extra_forbidden":
         return "unknown key (check the spelling; keys are camelCase as in the ClusterPolicy CRD)"
     if kind == "value_error":

@@ -74,9 +74,10 @@ def yaml_kind(value: Any) -> str:
     return _YAML_TYPES.get(type(value).__name__, "a value that is not a mapping")
 
 
-def read_yaml_mapping(path: Path | str) -> dict[str, Any]:
-    """Load one YAML document that must be a mapping (an empty file is an empty mapping)."""
-    data = read_yaml_document(path)
+def read_yaml_mapping(path: Path | str, *, yaml12: bool = False) -> dict[str, Any]:
+    """Load one YAML document that must be a mapping (an empty file is an empty mapping); `yaml12`: as a config
+    document or stack file, whose plain values must read the same in YAML 1.2 (:mod:`.yaml_reader`)."""
+    data = read_yaml_document(path, yaml12=yaml12)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -95,7 +96,7 @@ def document_directory(path: Path | str | None) -> Path:
 def load_document(path: Path | str | None = None) -> StackDocument:
     """The config document of a file (a config document, or a Pulumi stack file), with notes for the reader."""
     path = Path(path) if path is not None else BUILTIN_DEFAULT
-    data = read_yaml_mapping(path)
+    data = read_yaml_mapping(path, yaml12=True)
     source = source_name(path)
     if is_stack_file(data):
         return stack_document(data, source)

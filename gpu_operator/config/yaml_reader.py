@@ -15,7 +15,12 @@ the file, the place and the fix:
 - aliases that expand the document beyond :data:`MAX_EXPANDED_SIZE` nodes and characters, or that refer to
   themselves;
 - tags other than YAML's standard ones (`!!python/object` and friends), and any other YAML syntax error, with
-  its line and column.
+  its line and column;
+- in a config document or stack file (`yaml12=True`), a plain value that YAML 1.1 (this reader) and YAML 1.2
+  (Pulumi's reader of stack files) read differently: `yes`/`no`/`on`/`off` (a boolean, or the word), `1_000`,
+  `1:30`, `0b101` (numbers, or text) and `017` (octal 15, or 17). `render -f` would review another value than
+  `pulumi up` deploys, so the fix is to write `true`/`false`, the number, or the quoted text. Helm values and the
+  device plugin's config are read as YAML 1.1 by their own programs too, so they are not checked for it.
 
 An empty file, or one holding only comments, is an empty document (`None`): for a config document that means the
 chart defaults, which callers say so when they act on it.
@@ -24,6 +29,7 @@ chart defaults, which callers say so when they act on it.
 from __future__ import annotations
 
 import codecs
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +64,11 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_EXPANDED_SIZE = 4 * MAX_FILE_BYTES
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG, _INT_TAG, _FLOAT_TAG = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+#: YAML 1.2's core schema (yaml.org/spec/1.2.2 10.3.2): what it reads as a boolean, an integer and a float.
+_YAML12_BOOLS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
+_YAML12_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_YAML12_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
 
 #: byte-order marks of encodings YAML allows but we do not, and their names
 _OTHER_BOMS: tuple[tuple[bytes, str], ...] = (
@@ -99,6 +110,9 @@ class StrictLoader(yaml.SafeLoader):
     Nesting is limited while composing (before Python's recursion limit is near); duplicate keys and alias
     expansion are checked on the composed document, before anything is constructed from it.
     """
+
+    #: Refuse plain values YAML 1.2 reads otherwise (see the module docstring).
+    yaml12 = False
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -243,6 +257,7 @@ class _NodeCheck:
         self.problems: list[Problem] = []
         self.size: dict[int, int] = {}
         self.depth: dict[int, int] = {}
+        self.keys: set[int] = set()
 
     def run(self, root: Node) -> list[Problem]:
         on_path: set[int] = set()
@@ -274,6 +289,7 @@ class _NodeCheck:
             children: list[tuple[Node, tuple[str | int, ...]]] = []
             for key_node, value_node in node.value:
                 label = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                self.keys.add(id(key_node))
                 children.append((key_node, path))
                 children.append((value_node, (*path, str(label))))
             return children
@@ -283,6 +299,8 @@ class _NodeCheck:
         """Record the node's expanded size and depth; False when they are over the limits."""
         if isinstance(node, ScalarNode):
             size, depth = 1 + len(node.value), 0
+            if self.loader.yaml12 and id(node) not in self.keys:
+                self._check_yaml12(node, path)
         else:
             children = [child for child, _ in self._children(node, path)]
             size = 1 + sum(self.size[id(child)] for child in children)
@@ -301,6 +319,27 @@ class _NodeCheck:
                                          "write the values out, or alias fewer times"))
             return False
         return True
+
+    def _check_yaml12(self, node: ScalarNode, path: tuple[str | int, ...]) -> None:
+        """A plain scalar that YAML 1.2 would read as another value than this YAML 1.1 reader does."""
+        text, tag = node.value, node.tag
+        if node.style is not None or tag not in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG):
+            return
+        digits = text.lstrip("+-")
+        differs = (
+            (tag == _BOOL_TAG and text not in _YAML12_BOOLS)
+            or (tag == _INT_TAG and (not _YAML12_INT.fullmatch(text) or (digits[:1] == "0" and digits.isdigit()
+                                                                          and len(digits) > 1)))
+            or (tag == _FLOAT_TAG and not _YAML12_FLOAT.fullmatch(text))
+        )
+        if not differs:
+            return
+        value = self.loader.construct_object(node)
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        fix = "write true or false" if tag == _BOOL_TAG else f"write {shown}"
+        self.problems.append(Problem(format_path(path), (
+            f"line {_line(node.start_mark)}: {text} is {shown} to this reader (YAML 1.1) but not to YAML 1.2 "
+            f"readers such as Pulumi's, which deploy the stack: {fix}, or quote it ('{text}') for the text")))
 
     def _check_duplicates(self, node: MappingNode, path: tuple[str | int, ...]) -> None:
         first_line: dict[Any, tuple[int, str]] = {}
@@ -326,11 +365,16 @@ class _NodeCheck:
                 first_line[identity] = (line, key_node.value)
 
 
-def parse_yaml_documents(text: str, source: str) -> list[Any]:
-    """Every document of a YAML stream, each checked strictly; ConfigError (with `source`) lists the problems."""
+class _Yaml12StrictLoader(StrictLoader):
+    yaml12 = True
+
+
+def parse_yaml_documents(text: str, source: str, *, yaml12: bool = False) -> list[Any]:
+    """Every document of a YAML stream, each checked strictly; ConfigError (with `source`) lists the problems.
+    `yaml12`: also refuse plain values YAML 1.2 reads otherwise (config documents and stack files)."""
     documents: list[Any] = []
     try:
-        loader = StrictLoader(text)
+        loader = (_Yaml12StrictLoader if yaml12 else StrictLoader)(text)
     except yaml.YAMLError as error:
         raise ConfigError([_syntax_problem(error, text)], source) from None
     try:
@@ -345,14 +389,14 @@ def parse_yaml_documents(text: str, source: str) -> list[Any]:
     return documents
 
 
-def read_yaml_documents(path: Path | str) -> list[Any]:
+def read_yaml_documents(path: Path | str, *, yaml12: bool = False) -> list[Any]:
     """The non-empty documents of a YAML file, read strictly (see the module docstring)."""
-    return [d for d in parse_yaml_documents(read_text(path), source_name(path)) if d is not None]
+    return [d for d in parse_yaml_documents(read_text(path), source_name(path), yaml12=yaml12) if d is not None]
 
 
-def read_yaml_document(path: Path | str) -> Any:
+def read_yaml_document(path: Path | str, *, yaml12: bool = False) -> Any:
     """The one document of a YAML file, or None when it is empty; more than one non-empty document is an error."""
-    documents = read_yaml_documents(path)
+    documents = read_yaml_documents(path, yaml12=yaml12)
     if len(documents) > 1:
         raise ConfigError([Problem("", f"holds {len(documents)} YAML documents (separated by '---'); this file "
                                    "must hold one: remove the separators or split it into one file per document")],

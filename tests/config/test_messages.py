@@ -142,3 +142,9 @@ def test_a_number_or_boolean_where_text_goes_is_told_to_quote_it_as_written(docu
     """YAML reads `versionId: 22.10` as the number 22.1: quoting "as written" keeps the 0 the message cannot see."""
     assert problems(document)[path].endswith(
         "; quote the value as you wrote it (YAML read it as a number or a boolean)")
+
+
+def test_a_duration_pattern_is_said_in_words() -> None:
+    assert problems({"monitoring": {"thresholds": {"temperatureFor": "5 minutes"}}})[
+        "monitoring.thresholds.temperatureFor"] == ("'5 minutes' is not a Prometheus duration: numbers with units y, "
+                                                    "w, d, h, m, s or ms, such as '5m' or '1h30m'")

@@ -165,3 +165,35 @@ def test_yaml_text_inside_a_value_is_read() -> None:
     assert parse_yaml_value("version: v1\nflags: {migStrategy: none}\n") == {"version": "v1",
                                                                               "flags": {"migStrategy": "none"}}
     assert parse_yaml_value("# nothing\n") is None
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("yes", "true"), ("No", "false"), ("on", "true"), ("OFF", "false"),
+    ("1_000", "1000"), ("0600", "384"), ("1:30", "90"), ("0b101", "5"), ("1_000.5", "1000.5"),
+])
+def test_a_value_yaml_1_2_reads_otherwise_is_refused_in_a_config_document(text: str, value: str,
+                                                                          tmp_path: Path) -> None:
+    """PyYAML reads YAML 1.1; Pulumi reads stack files as YAML 1.2 (go-yaml v3), where `yes` is a word, `1_000`
+    and `1:30` text and `0600` the number 600. The config document must mean one thing to both."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"operator:\n  psa:\n    enabled: {text}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        read_yaml_mapping(path, yaml12=True)
+    assert [str(problem) for problem in caught.value.problems] == [
+        f"operator.psa.enabled: line 3: {text} is {value} to this reader (YAML 1.1) but not to YAML 1.2 readers such "
+        f"as Pulumi's, which deploy the stack: write {'true or false' if value in ('true', 'false') else value}, or "
+        f"quote it ('{text}') for the text"]
+
+
+@pytest.mark.parametrize("text", ["true", "False", "600", "0", "-3", "0x1F", "1.5", "1e3", ".inf", "'yes'", "\"1_000\"",
+                                  "yes please"])
+def test_values_both_yaml_versions_read_alike_pass(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"value: {text}\nyes: keys are checked apart\n", encoding="utf-8")
+    assert "value" in read_yaml_mapping(path, yaml12=True)
+
+
+def test_helm_values_keep_yaml_1_1_as_helm_reads_them(tmp_path: Path) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text("driver:\n  enabled: yes\n", encoding="utf-8")
+    assert read_yaml_mapping(path) == {"driver": {"enabled": True}}
