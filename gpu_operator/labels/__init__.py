@@ -3,6 +3,7 @@
 from gpu_operator.labels.node_labelling import (
     CLIENT,
     DEPLOY_LABEL_PREFIX,
+    DRA_DRIVER_LABEL,
     GPU_PRESENT_LABEL,
     GPU_PCI_LABELS,
     LabellingPolicy,
@@ -24,6 +25,7 @@ from gpu_operator.labels.node_labelling import (
 __all__ = [
     "CLIENT",
     "DEPLOY_LABEL_PREFIX",
+    "DRA_DRIVER_LABEL",
     "GPU_PCI_LABELS",
     "GPU_PRESENT_LABEL",
     "LabellingPolicy",

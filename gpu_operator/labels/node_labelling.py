@@ -23,9 +23,15 @@ controllers/state_manager.go) keeps these labels on every node; every operand Da
   workload set, `mig-manager`, and the DRA stack's keys) outside the set are removed; any other
   `nvidia.com/gpu.deploy.*` label belongs to someone else and is left alone.
 * `nvidia.com/gpu.deploy.operands=false` (set by a user) removes every deploy label we own from the node.
-* `nvidia.com/mig.config`: seeded with `migManager.config.default` on MIG-capable container nodes that lack it,
-  when the MIG manager runs. MIG-capable: GFD's `nvidia.com/mig.capable=true`, else a product name with A100, A30
-  or H100; never on a vGPU host (`nvidia.com/vgpu.host-driver-version`).
+* `nvidia.com/gpu.deploy.dra-driver` (the DRA kubelet plugin's) is removed only once no pod on the node holds a
+  ResourceClaim of NVIDIA's GPU DRA driver (the caller says so): the plugin must outlive the claims it has to
+  unprepare, or their pods wedge in Terminating (nodelabeling_controller.go updateGPUStateLabels). A node whose
+  GPUs are gone loses it at once, as there.
+* `nvidia.com/mig.config`: seeded with `migManager.config.default` on every MIG-capable GPU node whose value is
+  missing or empty, when the MIG manager runs, whatever the node's workload or `operands` switch (NVIDIA seeds
+  only `all-disabled`, the chart's default, and ignores any other default). MIG-capable: GFD's
+  `nvidia.com/mig.capable=true`, else a product name with A100, A30 or H100; never on a vGPU host
+  (`nvidia.com/vgpu.host-driver-version`).
 
 The controller applies :func:`label_changes` to live nodes; the AKS pool render applies the same function to the
 labels a pool's nodes would show, so the labels a pool is created with and the labels the controller would write
@@ -41,6 +47,7 @@ from types import MappingProxyType
 __all__ = [
     "CLIENT",
     "DEPLOY_LABEL_PREFIX",
+    "DRA_DRIVER_LABEL",
     "GPU_PCI_LABELS",
     "GPU_PRESENT_LABEL",
     "LabellingPolicy",
@@ -95,6 +102,8 @@ WORKLOAD_OPERANDS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 #: The DRA stack's deploy labels (NVIDIA's `gpuClusterStateLabels`): swept from nodes the ClusterPolicy labels.
 _DRA_OPERANDS = ("driver", "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra")
+#: The DRA kubelet plugin's deploy label: removed only once no pod holds a GPU claim on the node.
+DRA_DRIVER_LABEL = f"{DEPLOY_LABEL_PREFIX}dra-driver"
 #: Every deploy-label suffix this labeller owns; it never touches any other `nvidia.com/gpu.deploy.*` label.
 OWNED_DEPLOY_LABELS: frozenset[str] = frozenset({
     *(operand for operands in WORKLOAD_OPERANDS.values() for operand in operands),
@@ -148,8 +157,10 @@ def desired_operands(labels: Mapping[str, str], policy: LabellingPolicy) -> tupl
     return (*wanted, CLIENT)
 
 
-def label_changes(labels: Mapping[str, str], policy: LabellingPolicy) -> dict[str, str | None]:
-    """The label writes (value) and removals (None) that bring the node to what the policy says; {} when none."""
+def label_changes(labels: Mapping[str, str], policy: LabellingPolicy, *,
+                  gpu_claims_held: bool = False) -> dict[str, str | None]:
+    """The label writes (value) and removals (None) that bring the node to what the policy says; {} when none.
+    `gpu_claims_held`: a pod on the node holds a GPU DRA claim, so the DRA plugin's label is not removed yet."""
     changes: dict[str, str | None] = {}
     gpu = is_gpu_node(labels)
     if gpu and labels.get(GPU_PRESENT_LABEL) != "true":
@@ -171,9 +182,10 @@ def label_changes(labels: Mapping[str, str], policy: LabellingPolicy) -> dict[st
             continue  # NVIDIA checks mig-manager by presence: an empty value is kept
         if not labels.get(key):
             changes[key] = "true"
+    if gpu and gpu_claims_held and changes.get(DRA_DRIVER_LABEL, "") is None:
+        del changes[DRA_DRIVER_LABEL]
     seed = policy.mig_default_config
-    if (wanted and policy.mig_manager_enabled and seed and workload_of(labels, policy) == "container"
-            and mig_capable(labels) and not labels.get(MIG_CONFIG_LABEL)):
+    if gpu and policy.mig_manager_enabled and seed and mig_capable(labels) and not labels.get(MIG_CONFIG_LABEL):
         changes[MIG_CONFIG_LABEL] = seed
     return changes
 

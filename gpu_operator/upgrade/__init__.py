@@ -1,14 +1,14 @@
 """The rolling driver upgrade: NVIDIA's per-node state machine as a pure planner (observed nodes -> actions)."""
 
-from gpu_operator.upgrade.state_machine import (
+from gpu_operator.upgrade.observation import (
     HOLDS_SLOT,
     IN_PROGRESS,
     STATE_LABEL,
     Action,
     NodeObservation,
-    UpgradePolicy,
     State,
-    plan,
+    UpgradePolicy,
 )
+from gpu_operator.upgrade.state_machine import plan
 
 __all__ = ["HOLDS_SLOT", "IN_PROGRESS", "STATE_LABEL", "Action", "NodeObservation", "State", "UpgradePolicy", "plan"]

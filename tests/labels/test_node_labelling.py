@@ -171,3 +171,48 @@ def test_mig_manager_stays_on_a_container_node_and_goes_with_another_workload() 
     assert label_changes({**labels, "nvidia.com/gpu.workload.config": "vm-vgpu"}, SANDBOX)[f"{D}mig-manager"] is None
     empty = {**labels, "nvidia.com/mig.capable": "true", f"{D}mig-manager": "", "nvidia.com/mig.config": "x"}
     assert label_changes(empty, POLICY) == {}
+
+
+# --- issue 27, item 11 (controllers/nodelabeling_controller.go updateGPUStateLabels)
+
+@pytest.mark.parametrize("labels", [
+    {**NFD, "nvidia.com/mig.capable": "true", "nvidia.com/gpu.workload.config": "vm-passthrough"},
+    {**NFD, "nvidia.com/mig.capable": "true", "nvidia.com/gpu.workload.config": "vm-vgpu"},
+    {**NFD, "nvidia.com/mig.capable": "true", f"{D}operands": "false"},
+    {**NFD, "nvidia.com/gpu.product": "NVIDIA-A30", "nvidia.com/mig.config": ""},
+])
+def test_every_mig_capable_gpu_node_gets_the_all_disabled_seed(labels: dict[str, str]) -> None:
+    """Item 11. updateGPUStateLabels seeds `nvidia.com/mig.config=all-disabled` when the MIG manager is enabled
+    with that default, hasMIGCapableGPU and !hasMIGConfigLabel (missing or empty): after the workload's labels,
+    whatever the workload config or the operands switch."""
+    assert _after(labels, SANDBOX)["nvidia.com/mig.config"] == "all-disabled"
+
+
+@pytest.mark.parametrize("labels", [
+    {**NFD, "nvidia.com/mig.capable": "false"},
+    {**NFD, "nvidia.com/gpu.product": "NVIDIA-A100", "nvidia.com/vgpu.host-driver-version": "550"},
+    {"nvidia.com/mig.capable": "true", "nvidia.com/gpu.present": "true"},  # its GPUs are gone
+])
+def test_no_mig_seed_where_nvidia_writes_none(labels: dict[str, str]) -> None:
+    """Item 11. hasMIGCapableGPU is false, or hasCommonGPULabel is (removeAllGPUStateLabels runs instead)."""
+    assert "nvidia.com/mig.config" not in label_changes(labels, SANDBOX)
+
+
+DRA = f"{D}dra-driver"
+
+
+@pytest.mark.parametrize(("labels", "kept"), [
+    ({**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, DRA: "true"}, True),  # the DRA stack's key swept
+    ({**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, f"{D}operands": "false", DRA: "true"}, True),
+    ({**NFD, "nvidia.com/gpu.present": "true", **CONTAINER, DRA: "paused-for-driver-upgrade"}, True),
+    ({"nvidia.com/gpu.present": "true", **CONTAINER, DRA: "true"}, False),  # no GPU any more: at once
+])
+def test_the_dra_plugins_label_stays_while_gpu_claims_are_held(labels: dict[str, str], kept: bool) -> None:
+    """Item 11. updateGPUStateLabels: when gpu.deploy.dra-driver was set and the workload's labels drop it, it is
+    put back while nodeHasDRAClaimPods (the kubelet plugin must unprepare those claims); the path for a node
+    without GPUs (removeAllGPUStateLabels) removes it regardless. Without held claims it goes."""
+    held = label_changes(labels, POLICY, gpu_claims_held=True)
+    assert (DRA not in held) is kept
+    assert label_changes(labels, POLICY)[DRA] is None
+    others = {key: value for key, value in label_changes(labels, POLICY).items() if key != DRA}
+    assert {key: value for key, value in held.items() if key != DRA} == others

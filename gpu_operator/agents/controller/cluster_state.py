@@ -1,16 +1,18 @@
 """What the controller knows of the cluster: small, immutable facts distilled from the objects its watches see.
 
 The watches keep lightkube objects; the reconcile reads only these facts, so it stays a pure function that a
-test (or a benchmark of 5,000 nodes) can call without an API server. Each `*_facts` function reads one object.
+test (or a benchmark of 5,000 nodes) can call without an API server. Each `*_facts` function reads one object;
+:func:`gpu_claim_holders` reads the pods of the nodes the labeller asks about and their ResourceClaims.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.upgrade.revisions import REVISION_LABEL
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "NodePods",
     "PodFacts",
     "daemonset_facts",
+    "gpu_claim_holders",
     "node_facts",
     "pod_facts",
 ]
@@ -56,6 +59,11 @@ class PodFacts:
     """Phase Running with at least one container status, every one Ready (how NVIDIA judges a driver pod)."""
     restarts: int = 0
     """The most restarts of a container (or init container) that is not Ready."""
+    orphaned: bool = False
+    """It has no owner at all (NVIDIA's IsOrphanedPod): a driver pod left behind by a DaemonSet that is gone."""
+    target_node: str = ""
+    """The node it is for: `node` once bound, else the node its DaemonSet's node affinity names (a DaemonSet pod
+    waiting for the scheduler), else ""."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +73,11 @@ class DaemonSetFacts:
     """The hash of the DaemonSet's newest ControllerRevision ("" until the controller manager wrote one)."""
     digest: str = ""
     desired: int = 0
+    """`status.desiredNumberScheduled`: the nodes it should run a pod on."""
     ready: int = 0
     updated: int = 0
+    app: str = ""
+    """Its own `app` label (NVIDIA finds the driver DaemonSets by their labels)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,9 @@ class ClusterState:
     """Nodes whose evictions a PodDisruptionBudget refused, and since when."""
     eviction_refusals: Mapping[str, str] = field(default_factory=dict)
     """Nodes with a pod that may not be evicted at all (emptyDir data, no controller), and why."""
+    gpu_claim_nodes: frozenset[str] = frozenset()
+    """Of the nodes `reconcile.nodes_needing_claims` names, those where a pod still holds a ResourceClaim of
+    NVIDIA's GPU DRA driver (:func:`gpu_claim_holders`): their `gpu.deploy.dra-driver` label stays for now."""
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -119,6 +133,16 @@ def _pod_digest(spec: Any) -> str:
     return _digest_of(spec.containers) or _digest_of(spec.initContainers)
 
 
+def _affinity_node(spec: Any) -> str:
+    """The node a DaemonSet pod's required node affinity pins it to (`matchFields` on `metadata.name`)."""
+    required = _get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    for term in _get(required, "nodeSelectorTerms") or ():
+        for field_ in term.matchFields or ():
+            if field_.key == "metadata.name" and field_.operator == "In" and len(field_.values or ()) == 1:
+                return str(field_.values[0])
+    return ""
+
+
 def pod_facts(pod: Any) -> PodFacts:
     """Facts of a lightkube Pod."""
     meta, spec = pod.metadata, pod.spec
@@ -133,7 +157,8 @@ def pod_facts(pod: Any) -> PodFacts:
     restarts = max((int(status.restartCount or 0) for status in (*init_statuses, *statuses) if not status.ready),
                    default=0)
     return PodFacts(meta.name, spec.nodeName or "", labels.get("app", ""), owner, labels.get(REVISION_LABEL, ""),
-                    _pod_digest(spec), ready, meta.deletionTimestamp is not None, running_ready, restarts)
+                    _pod_digest(spec), ready, meta.deletionTimestamp is not None, running_ready, restarts,
+                    not meta.ownerReferences, spec.nodeName or _affinity_node(spec))
 
 
 def daemonset_facts(daemonset: Any, revision: str) -> DaemonSetFacts:
@@ -141,4 +166,24 @@ def daemonset_facts(daemonset: Any, revision: str) -> DaemonSetFacts:
     meta, status, template = daemonset.metadata, daemonset.status, daemonset.spec.template
     return DaemonSetFacts(
         meta.name, revision, _pod_digest(template.spec), int(_get(status, "desiredNumberScheduled") or 0),
-        int(_get(status, "numberReady") or 0), int(_get(status, "updatedNumberScheduled") or 0))
+        int(_get(status, "numberReady") or 0), int(_get(status, "updatedNumberScheduled") or 0),
+        (meta.labels or {}).get("app", ""))
+
+
+def gpu_claim_holders(pods: Iterable[Any], claims: Mapping[tuple[str, str], Any]) -> frozenset[str]:
+    """The nodes where a pod (lightkube objects) holds a ResourceClaim of NVIDIA's GPU DRA driver, as
+    gpu-operator's nodeHasDRAClaimPods judges: terminating pods count (the kubelet plugin must unprepare their
+    claims), finished ones without a deletion timestamp do not, admin-access results count, and a claim missing
+    from `claims` ((namespace, name) -> ResourceClaim: one that could not be read) counts as a GPU claim."""
+    holders = set()
+    for pod in pods:
+        meta, node = pod.metadata, _get(pod, "spec", "nodeName")
+        finished = _get(pod, "status", "phase") in ("Succeeded", "Failed")
+        if not node or node in holders or (finished and meta.deletionTimestamp is None):
+            continue
+        for name in claim_names(pod):
+            claim = claims.get((meta.namespace or "", name))
+            if claim is None or allocated_to_nvidia_gpu(claim, include_admin_access=True):
+                holders.add(node)
+                break
+    return frozenset(holders)

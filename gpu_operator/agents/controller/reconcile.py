@@ -5,29 +5,37 @@ per round:
 
 * node labelling (`gpu_operator.labels`): NVIDIA's deploy labels, `gpu.present` and the MIG layout seed, plus
   the `nvidia.com/gpu-driver-upgrade-enabled` annotation the driver manager reads;
-* the driver upgrade (`gpu_operator.upgrade`): each managed node's step, with NVIDIA's state labels.
+* the driver upgrade (`gpu_operator.upgrade`): each managed node's step, with NVIDIA's state labels. As NVIDIA's
+  BuildState, the managed nodes are those with a driver pod (owned by a driver DaemonSet, or by nobody), a node
+  whose driver pod is not bound yet sits the round out, and no upgrade step is taken while a driver DaemonSet has
+  fewer pods than nodes it should run on (a pod being recreated): so a node found without a driver pod has
+  lost it for good, and leaves the upgrade.
 
 The plan's pod actions (evict a node's GPU pods, drain it, delete its old driver pod) run before that node's
 patch, so a state is written only after the step it records was done. The plan also says which nodes' pods the
-next round must look at (they are not watched: a fleet's pods are far more than its nodes) and when to come back
-without an event: soon while pods are being evicted, at the nearest deadline while a timeout runs, else at the
-resync.
+next round must look at (they are not watched: a fleet's pods are far more than its nodes), which nodes' GPU claims
+the labeller needs, and when to come back without an event: soon while pods are being evicted or a driver
+DaemonSet is short of pods, at the nearest deadline while a timeout runs, while a DRA plugin's label waits for
+claims to go, else at the resync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
 from gpu_operator.agents.controller.settings import ControllerSettings
-from gpu_operator.labels import label_changes
+from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
 from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
-from gpu_operator.upgrade.state_machine import (
+from gpu_operator.upgrade.observation import (
     DRIVER_RESTART_LIMIT,
     FAILURE_ANNOTATION,
     INITIAL_STATE_ANNOTATION,
+    SAFE_LOAD_ANNOTATION,
     SKIP_LABEL,
+    UPGRADE_REQUESTED_ANNOTATION,
     VALIDATION_START_ANNOTATION,
     WAIT_START_ANNOTATION,
     ActionKind,
@@ -39,15 +47,21 @@ __all__ = [
     "Plan",
     "PodAction",
     "UpgradeEvent",
+    "nodes_needing_claims",
     "nodes_needing_pods",
     "observe",
     "reconcile",
+    "unscheduled_driver_daemonsets",
 ]
 
 UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
 #: The steps whose progress depends on pods nobody watches: the next round queries them and comes back soon.
 POD_STEPS = frozenset({State.WAIT_FOR_JOBS, State.POD_DELETION, State.DRAIN})
 POD_STEP_REQUEUE_SECONDS = 2.0
+#: While a driver DaemonSet is short of pods (BuildState's error: controller-runtime retries it with backoff).
+UNSCHEDULED_REQUEUE_SECONDS = 5.0
+#: While a DRA plugin's label waits for GPU claims to go (NVIDIA's requeue is the backstop of pod events).
+CLAIMS_REQUEUE_SECONDS = 30.0
 _KNOWN_STATES = {state.value: state for state in State}
 
 
@@ -87,6 +101,8 @@ class Plan:
     events: tuple[UpgradeEvent, ...] = ()
     requeue_after: float = 0.0
     observations: tuple[NodeObservation, ...] = ()
+    paused_by: tuple[str, ...] = ()
+    """The driver DaemonSets with unscheduled pods, for which this round took no upgrade step."""
 
 
 def _state_of(node: NodeFacts) -> State | None:
@@ -112,9 +128,45 @@ def nodes_needing_pods(state: ClusterState) -> list[str]:
     return sorted(name for name, node in state.nodes.items() if _state_of(node) in POD_STEPS)
 
 
-def _driver_pods(pods: Iterable[PodFacts], app: str) -> dict[str, PodFacts]:
-    """The live driver pod of each node (a terminating one counts as gone: its deletion was asked for)."""
-    return {pod.node: pod for pod in pods if pod.app == app and not pod.terminating and pod.node}
+def nodes_needing_claims(state: ClusterState, settings: ControllerSettings) -> list[str]:
+    """The GPU nodes whose labelling would remove the DRA plugin's label: the loop says which of them still have
+    pods holding GPU claims (`ClusterState.gpu_claim_nodes`)."""
+    return sorted(name for name, node in state.nodes.items() if DRA_DRIVER_LABEL in node.labels
+                  and label_changes(node.labels, settings.labelling).get(DRA_DRIVER_LABEL, "") is None)
+
+
+def _driver_sets(state: ClusterState, settings: ControllerSettings) -> frozenset[str]:
+    return frozenset(name for name, ds in state.daemonsets.items() if ds.app == settings.driver_app)
+
+
+def unscheduled_driver_daemonsets(state: ClusterState, settings: ControllerSettings) -> tuple[str, ...]:
+    """The driver DaemonSets whose pods are fewer or more than `desiredNumberScheduled` (BuildState: "driver
+    DaemonSet should not have Unscheduled pods"): a pod is being created or deleted, so no upgrade step now."""
+    owned = Counter(pod.owner for pod in state.pods if pod.app == settings.driver_app and pod.owner)
+    return tuple(sorted(name for name in _driver_sets(state, settings)
+                        if state.daemonsets[name].desired != owned[name]))
+
+
+def _foreign(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts], app: str) -> bool:
+    """The pod's owner is a DaemonSet whose own `app` label says it is not a driver's."""
+    owner = daemonsets.get(pod.owner)
+    return owner is not None and owner.app not in ("", app)
+
+
+def _driver_pods(state: ClusterState, settings: ControllerSettings) -> tuple[dict[str, PodFacts], set[str]]:
+    """The driver pod of each node (a live one before one terminating), and the nodes that sit this round out:
+    targeted by a pod not bound yet, or running one owned by a DaemonSet that is not a driver's (NVIDIA's
+    BuildState leaves both out)."""
+    chosen: dict[str, PodFacts] = {}
+    sitting_out: set[str] = set()
+    for pod in state.pods:
+        if pod.app != settings.driver_app or not (pod.node or pod.target_node):
+            continue
+        if not pod.node or _foreign(pod, state.daemonsets, settings.driver_app):
+            sitting_out.add(pod.node or pod.target_node)
+        elif pod.node not in chosen or (chosen[pod.node].terminating and not pod.terminating):
+            chosen[pod.node] = pod
+    return chosen, sitting_out - chosen.keys()
 
 
 def _outdated(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts]) -> tuple[bool, bool]:
@@ -139,40 +191,51 @@ def _blocked(state: ClusterState, name: str, step: State | None, settings: Contr
     return since is not None and limit > 0 and now - since >= limit, ""
 
 
+def _driver_facts(driver: PodFacts | None, daemonsets: Mapping[str, DaemonSetFacts]) -> dict[str, bool]:
+    """The NodeObservation fields of the node's driver pod."""
+    if driver is None:
+        return {"driver_pod_present": False}
+    outdated, digest_changed = (False, True) if driver.orphaned else _outdated(driver, daemonsets)
+    return {"driver_pod_terminating": driver.terminating, "driver_pod_orphaned": driver.orphaned,
+            "driver_pod_outdated": outdated, "config_digest_changed": digest_changed,
+            "driver_pod_ready": driver.running_ready, "driver_pod_failing": driver.restarts > DRIVER_RESTART_LIMIT}
+
+
 def observe(state: ClusterState, settings: ControllerSettings, now: float,
-            drivers: Mapping[str, PodFacts] | None = None) -> list[NodeObservation]:
-    """The managed nodes (a driver pod, or an upgrade state) as the upgrade planner sees them."""
-    drivers = _driver_pods(state.pods, settings.driver_app) if drivers is None else drivers
-    validated = {pod.node for pod in state.pods
-                 if pod.app in settings.validator_apps and pod.ready and not pod.terminating}
+            drivers: tuple[Mapping[str, PodFacts], set[str]] | None = None) -> list[NodeObservation]:
+    """The nodes as the upgrade planner sees them: those with a driver pod (managed), and those with an upgrade
+    state but no driver pod (to leave the upgrade)."""
+    chosen, sitting_out = _driver_pods(state, settings) if drivers is None else drivers
+    validators = [pod for pod in state.pods if pod.app in settings.validator_apps and not pod.terminating]
+    present = {pod.node for pod in validators}
+    validated = {pod.node for pod in validators if pod.ready}
     observations = []
     for name, node in sorted(state.nodes.items()):
         step = _state_of(node)
-        driver = drivers.get(name)
-        if step is None or (driver is None and step is State.UNKNOWN):
-            continue  # not managed, or a state another tool owns (node-maintenance-required, ...)
-        outdated, digest_changed = _outdated(driver, state.daemonsets) if driver else (False, True)
+        driver = chosen.get(name)
+        if step is None or name in sitting_out or (driver is None and step is State.UNKNOWN):
+            continue  # not managed, a state another tool owns (node-maintenance-required, ...), or sitting out
         pods = state.node_pods.get(name)
         counted = 0 if pods is None else (pods.drainable if step is State.DRAIN else pods.gpu_pods)
         blocked, reason = _blocked(state, name, step, settings, now)
+        notes = node.annotations
         observations.append(NodeObservation(
             name=name, state=step, unschedulable=node.unschedulable, ready=node.ready,
-            initial_unschedulable=_initial(node),
-            skip=node.labels.get(SKIP_LABEL) == "true", driver_pod_present=driver is not None,
-            driver_pod_outdated=outdated, config_digest_changed=digest_changed,
-            driver_pod_ready=driver is not None and driver.running_ready,
-            driver_pod_failing=driver is not None and driver.restarts > DRIVER_RESTART_LIMIT, gpu_pods=counted,
-            jobs_running=0 if pods is None else pods.jobs_running,
-            eviction_blocked=blocked, block_reason=reason, validator_ready=name in validated,
-            wait_started_at=_time(node.annotations.get(WAIT_START_ANNOTATION)),
-            validation_started_at=_time(node.annotations.get(VALIDATION_START_ANNOTATION)),
-            failure_reason=node.annotations.get(FAILURE_ANNOTATION, ""),
+            initial_unschedulable=_initial(node), skip=node.labels.get(SKIP_LABEL) == "true",
+            upgrade_requested=notes.get(UPGRADE_REQUESTED_ANNOTATION) == "true",
+            safe_load_waiting=bool(notes.get(SAFE_LOAD_ANNOTATION)), **_driver_facts(driver, state.daemonsets),
+            gpu_pods=counted, jobs_running=0 if pods is None else pods.jobs_running,
+            eviction_blocked=blocked, block_reason=reason, validator_present=name in present,
+            validator_ready=name in validated, wait_started_at=_time(notes.get(WAIT_START_ANNOTATION)),
+            validation_started_at=_time(notes.get(VALIDATION_START_ANNOTATION)),
+            failure_reason=notes.get(FAILURE_ANNOTATION, ""),
         ))
     return observations
 
 
-def _labelling(node: NodeFacts, settings: ControllerSettings) -> tuple[dict[str, str | None], dict[str, str | None]]:
-    labels = label_changes(node.labels, settings.labelling)
+def _labelling(node: NodeFacts, settings: ControllerSettings,
+              claims_held: bool) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    labels = label_changes(node.labels, settings.labelling, gpu_claims_held=claims_held)
     after_present = labels.get("nvidia.com/gpu.present", node.labels.get("nvidia.com/gpu.present"))
     wanted = settings.driver_enabled and settings.upgrade.auto_upgrade and after_present == "true"
     annotations: dict[str, str | None] = {}
@@ -190,6 +253,8 @@ def _event(node: str, before: State | None, after: State, reason: str) -> Upgrad
         return None
     if after is State.FAILED:
         return UpgradeEvent(node, after.value, f"driver upgrade failed: {reason}", warning=True)
+    if after is State.UNKNOWN:
+        return UpgradeEvent(node, after.value, "left the driver upgrade: no driver pod runs on the node any more")
     return UpgradeEvent(node, after.value, f"Successfully updated node state label to {after.value}")
 
 
@@ -204,9 +269,9 @@ _POD_ACTIONS = {ActionKind.DELETE_GPU_PODS: "evict-gpu-pods", ActionKind.DRAIN: 
                 ActionKind.DELETE_DRIVER_POD: "delete"}
 
 
-def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerSettings,
-               driver: PodFacts | None) -> tuple[list[PodAction], NodePatch | None, UpgradeEvent | None]:
-    labels, annotations = _labelling(node, settings)
+def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerSettings, driver: PodFacts | None,
+               claims_held: bool) -> tuple[list[PodAction], NodePatch | None, UpgradeEvent | None]:
+    labels, annotations = _labelling(node, settings, claims_held)
     unschedulable: bool | None = None
     pod_actions: list[PodAction] = []
     new_state: State | None = None
@@ -217,7 +282,7 @@ def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerS
                                          driver.name if driver and action.kind is ActionKind.DELETE_DRIVER_POD else ""))
         elif action.kind is ActionKind.SET_STATE:
             new_state = State(action.value)
-            labels[STATE_LABEL] = action.value
+            labels[STATE_LABEL] = action.value or None
         elif action.kind is ActionKind.ANNOTATE:
             key, _, value = action.value.partition("=")
             annotations[key] = value or None
@@ -232,29 +297,37 @@ def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerS
 
 def _requeue(observations: Sequence[NodeObservation], settings: ControllerSettings, now: float) -> float:
     wait = settings.resync_seconds
+    timeout = settings.upgrade.validation_timeout_seconds
     for node in observations:
         if node.state in POD_STEPS:
             wait = min(wait, POD_STEP_REQUEUE_SECONDS)
-        elif node.state is State.VALIDATION and node.validation_started_at is not None:
-            deadline = node.validation_started_at + settings.upgrade.validation_timeout_seconds
+        elif node.state is State.VALIDATION and node.validation_started_at is not None and timeout:
+            deadline = node.validation_started_at + timeout
             wait = min(wait, max(deadline - now, 0.0) + 1.0)
     return wait
 
 
 def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> Plan:
     """Every write of this round, and when to look again."""
-    drivers = _driver_pods(state.pods, settings.driver_app)
+    drivers = _driver_pods(state, settings)
     observations = observe(state, settings, now, drivers)
-    by_node = _by_node(plan(observations, settings.upgrade, now))
+    paused = unscheduled_driver_daemonsets(state, settings)
+    by_node = _by_node([] if paused else plan(observations, settings.upgrade, now))
     pod_actions: list[PodAction] = []
     patches: list[NodePatch] = []
     events: list[UpgradeEvent] = []
     for name, node in sorted(state.nodes.items()):
-        node_pod_actions, patch, event = _node_plan(node, by_node.get(name, ()), settings, drivers.get(name))
+        claims_held = name in state.gpu_claim_nodes
+        node_pod_actions, patch, event = _node_plan(node, by_node.get(name, ()), settings, drivers[0].get(name),
+                                                    claims_held)
         # The planner never records a state in the round of a pod action (the next round sees its effect), so
         # a patch beside pod actions carries labelling only; the actuator runs pod actions first all the same.
         pod_actions += node_pod_actions
         patches += [patch] if patch is not None else []
         events += [event] if event is not None else []
-    return Plan(tuple(pod_actions), tuple(patches), tuple(events), _requeue(observations, settings, now),
-                tuple(observations))
+    requeue = _requeue(observations, settings, now)
+    if paused:
+        requeue = min(requeue, UNSCHEDULED_REQUEUE_SECONDS)
+    if state.gpu_claim_nodes and state.gpu_claim_nodes & set(nodes_needing_claims(state, settings)):
+        requeue = min(requeue, CLAIMS_REQUEUE_SECONDS)
+    return Plan(tuple(pod_actions), tuple(patches), tuple(events), requeue, tuple(observations), paused)

@@ -19,7 +19,7 @@ import yaml
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts
 from gpu_operator.labels import DEPLOY_LABEL_PREFIX, GPU_PRESENT_LABEL, OPERANDS_SWITCH
 from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, NodeObservation, State
-from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION
+from gpu_operator.upgrade.observation import FAILURE_ANNOTATION
 
 __all__ = ["STATUS_CONFIG_MAP", "Census", "census", "operand_status", "status_data"]
 
@@ -74,8 +74,9 @@ def _node(labels: Mapping[str, str], annotations: Mapping[str, str], unschedulab
 
 def census(state: ClusterState, observations: Iterable[NodeObservation], max_parallel: int,
            operands: Mapping[str, Mapping[str, Any]]) -> Census:
-    """The counts, given the operands' status (:func:`operand_status`)."""
-    states = Counter(node.state for node in observations if not node.skip)
+    """The counts over the managed nodes (those with a driver pod, as NVIDIA's), given the operands' status
+    (:func:`operand_status`)."""
+    states = Counter(node.state for node in observations if not node.skip and node.driver_pod_present)
     gpu_nodes = sum(node.labels.get(GPU_PRESENT_LABEL) == "true" for node in state.nodes.values())
     in_progress = sum(states[s] for s in IN_PROGRESS)
     pending = states[State.REQUIRED]

@@ -195,7 +195,7 @@ def test_the_uncordon_is_a_merge_patch_on_the_wire() -> None:
     from lightkube import Client, KubeConfig
     from lightkube.config.models import Cluster, User
 
-    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts
+    from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts, PodFacts
     from gpu_operator.agents.controller.reconcile import UPGRADE_ENABLED_ANNOTATION, reconcile
     from gpu_operator.agents.controller.settings import ControllerSettings
     from gpu_operator.labels import LabellingPolicy
@@ -208,7 +208,9 @@ def test_the_uncordon_is_a_merge_patch_on_the_wire() -> None:
                     "spec": {"unschedulable": True}})
         client = Client(KubeConfig.from_one(cluster=Cluster(server=server.url), user=User()).get(), timeout=10)
         actuator = Actuator(client, "gpu-operator")
-        state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)})
+        driver = (PodFacts("driver-gpu-0", "gpu-0", "nvidia-driver-daemonset", "nvidia-driver-daemonset", "rev",
+                           ready=True, running_ready=True),)  # a managed node has a driver pod (BuildState)
+        state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)}, driver)
         [patch] = reconcile(state, ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy()), 0).patches
         assert actuator.patch_node(patch)
         [request] = [r for r in server.requests if r.method == "PATCH"]

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, NodePods, PodFacts
 from gpu_operator.agents.controller.reconcile import (
+    CLAIMS_REQUEUE_SECONDS,
     POD_STEP_REQUEUE_SECONDS,
+    UNSCHEDULED_REQUEUE_SECONDS,
     UPGRADE_ENABLED_ANNOTATION,
     PodAction,
+    nodes_needing_claims,
     nodes_needing_pods,
     observe,
     reconcile,
+    unscheduled_driver_daemonsets,
 )
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.labels import WORKLOAD_OPERANDS, LabellingPolicy
 from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
-from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION, INITIAL_STATE_ANNOTATION
-from tests.agents.controller.fake_cluster import DRIVER_DS, NEW, NFD_PCI, OLD, FakeCluster, FakeNode
+from gpu_operator.upgrade.observation import (
+    FAILURE_ANNOTATION,
+    INITIAL_STATE_ANNOTATION,
+    SAFE_LOAD_ANNOTATION,
+    UPGRADE_REQUESTED_ANNOTATION,
+    VALIDATION_START_ANNOTATION,
+)
+from tests.agents.controller.fake_cluster import DRIVER_DS, DRIVER_LABEL, NEW, NFD_PCI, OLD, FakeCluster, FakeNode
 
 OPERANDS = frozenset(WORKLOAD_OPERANDS["container"])  # NVIDIA's whole container set
 SETTINGS = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(max_parallel_upgrades=1),
@@ -27,6 +39,20 @@ LABELLED = {**NFD_PCI, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.
 
 def _cluster(*nodes: FakeNode) -> FakeCluster:
     return FakeCluster({node.name: node for node in nodes})
+
+
+#: The driver DaemonSet of the hand-built states: one node, its pod in place.
+DRIVER_SET = {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d", desired=1, app=DRIVER_DS)}
+
+
+def _driver(revision: str = NEW, **facts: object) -> PodFacts:
+    return PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, revision, "d", **facts)  # type: ignore[arg-type]
+
+
+def _one(state: str, *pods: PodFacts, unschedulable: bool = True, **fields: object) -> ClusterState:
+    """gpu-0 at `state`, with its driver pod (a current, not Ready one unless given) and the driver DaemonSet."""
+    node = NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: state}, {UPGRADE_ENABLED_ANNOTATION: "true"}, unschedulable)
+    return ClusterState({"gpu-0": node}, pods or (_driver(),), DRIVER_SET, **fields)  # type: ignore[arg-type]
 
 
 def test_a_node_with_only_nfds_pci_label_gets_the_deploy_labels_and_the_upgrade_annotation() -> None:
@@ -94,37 +120,37 @@ def test_an_eviction_refused_past_the_timeout_fails_the_node_with_the_reason() -
 
 
 def test_a_pod_that_may_not_be_evicted_fails_the_node_at_once_with_the_pod_and_the_setting() -> None:
-    labels = {**LABELLED, STATE_LABEL: "pod-deletion-required"}
     reason = "default/scratch has emptyDir data (upgradePolicy.podDeletion: ... deleteEmptyDir ...)"
-    state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)},
-                         node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_refusals={"gpu-0": reason})
+    state = _one("pod-deletion-required", node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_refusals={"gpu-0": reason})
     [patch] = reconcile(state, SETTINGS, 0).patches
     assert patch.labels == {STATE_LABEL: "upgrade-failed"} and patch.annotations[FAILURE_ANNOTATION] == reason
 
 
-def test_the_old_driver_pod_is_deleted_once_and_a_terminating_one_counts_as_gone() -> None:
-    labels = {**LABELLED, STATE_LABEL: "pod-restart-required"}
-    state = ClusterState(
-        {"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)},
-        (PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, OLD, "d"),),
-        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d")},
-    )
-    plan = reconcile(state, SETTINGS, 0)
+def test_the_old_driver_pod_is_deleted_once_and_a_terminating_one_is_waited_for() -> None:
+    """upgrade_state_test.go "should not restart pod if it's up to date or already terminating" (common_manager.go
+    ProcessPodRestartNodes): a terminating driver pod is still the node's; nothing is planned for it."""
+    plan = reconcile(_one("pod-restart-required", _driver(OLD)), SETTINGS, 0)
     assert plan.pod_actions == (PodAction("delete", "gpu-0", "driver-a"),)
-    terminating = ClusterState(state.nodes, (PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, OLD, "d",
-                                                      terminating=True),), state.daemonsets)
-    assert reconcile(terminating, SETTINGS, 0).pod_actions == ()
+    terminating = reconcile(_one("pod-restart-required", _driver(OLD, terminating=True)), SETTINGS, 0)
+    assert terminating.pod_actions == () and terminating.patches == ()
 
 
-def test_an_unchanged_config_digest_takes_the_restart_only_path() -> None:
-    state = ClusterState(
-        {"gpu-0": NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "cordon-required"}, {UPGRADE_ENABLED_ANNOTATION: "true"})},
+def test_an_unchanged_config_digest_takes_the_restart_only_path_at_admission() -> None:
+    """Item 6. upgrade_inplace.go nextStateForUpgradeRequiredNode: a restart-only node is cordoned and goes from
+    upgrade-required straight to pod-restart-required (gpu-operator's predicates.DriverPodRestartOnly: the
+    running and desired DRIVER_CONFIG_DIGEST are equal); at cordon-required the full flow goes on."""
+    same = ClusterState(
+        {"gpu-0": NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "upgrade-required"}, {UPGRADE_ENABLED_ANNOTATION: "true"})},
         (PodFacts("driver-a", "gpu-0", DRIVER_DS, DRIVER_DS, OLD, "same"),),
-        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "same")},
+        {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "same", desired=1, app=DRIVER_DS)},
     )
-    [observation] = observe(state, SETTINGS, 0)
+    [observation] = observe(same, SETTINGS, 0)
     assert observation.driver_pod_outdated and not observation.config_digest_changed
-    assert reconcile(state, SETTINGS, 0).patches[0].labels == {STATE_LABEL: "pod-restart-required"}
+    [patch] = reconcile(same, SETTINGS, 0).patches
+    assert patch.labels == {STATE_LABEL: "pod-restart-required"} and patch.unschedulable is True
+    at_cordon = ClusterState({"gpu-0": NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "cordon-required"},
+                                                 {UPGRADE_ENABLED_ANNOTATION: "true"})}, same.pods, same.daemonsets)
+    assert reconcile(at_cordon, SETTINGS, 0).patches[0].labels == {STATE_LABEL: "wait-for-jobs-required"}
 
 
 def test_a_state_another_tool_owns_is_left_alone() -> None:
@@ -152,6 +178,8 @@ def test_validation_requeues_at_its_deadline() -> None:
     plan = reconcile(cluster.state(), short, now + 100)
     assert plan.patches == () and plan.requeue_after == 120 - 100 + 1.0
     assert reconcile(cluster.state(), SETTINGS, now + 100).requeue_after == SETTINGS.resync_seconds
+    never = ControllerSettings("ns", SETTINGS.labelling, UpgradePolicy(validation_timeout_seconds=0))
+    assert reconcile(cluster.state(), never, now + 100).requeue_after == SETTINGS.resync_seconds  # no deadline
 
 
 # --- issue 20, items 11-15, through the controller's reconcile (k8s-operator-libs pkg/upgrade as vendored in
@@ -237,9 +265,7 @@ def test_with_drain_enabled_a_refused_deletion_falls_back_to_the_drain() -> None
 def test_a_timeout_of_0_waits_for_the_disruption_budget_forever() -> None:
     """Item 15. kubectl's drain helper (used by pod_manager.go SchedulePodEviction and drain_manager.go
     ScheduleNodesDrain with Timeout = timeoutSeconds) treats 0 as no timeout."""
-    labels = {**LABELLED, STATE_LABEL: "pod-deletion-required"}
-    state = ClusterState({"gpu-0": NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"}, True)},
-                         node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_blocked_since={"gpu-0": 0.0})
+    state = _one("pod-deletion-required", node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_blocked_since={"gpu-0": 0.0})
     forever = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS), UpgradePolicy(),
                                  pod_deletion=DrainOptions(timeout=0.0))
     plan = reconcile(state, forever, 1_000_000.0)
@@ -256,3 +282,151 @@ def test_notready_nodes_hold_admissions_at_max_unavailable() -> None:
         cluster.carry_out(reconcile(cluster.state(), settings, cluster.now))
     states = {name: node.labels[STATE_LABEL] for name, node in cluster.nodes.items()}
     assert states == {"gpu-0": "upgrade-done", "gpu-1": "cordon-required", "gpu-2": "upgrade-required"}
+
+
+# --- issue 27, items 2, 5, 7 and 11 through the controller's reconcile
+
+def _required(name: str, **kwargs: object) -> FakeNode:
+    return FakeNode(name, labels={**LABELLED, STATE_LABEL: "upgrade-required"},
+                    annotations={UPGRADE_ENABLED_ANNOTATION: "true"}, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("driver_label", ["false", "pre-installed"])
+def test_a_node_whose_driver_pod_goes_for_good_is_released_and_frees_its_slot(driver_label: str) -> None:
+    """Item 2. upgrade_state.go BuildState manages only nodes with a driver pod. gpu-0 waits at
+    pod-restart-required for a new driver that crash-loops; its driver deploy label then turns `false` (or
+    `pre-installed`, the driver manager's value for a host driver): the DaemonSet deletes the pod and recreates
+    none. The node leaves the upgrade uncordoned (it was schedulable before), and gpu-1 gets the slot."""
+    cluster = _cluster(_labelled("gpu-0", crash_loop=True, install_ticks=50), _labelled("gpu-1"))
+    settings = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS),
+                                  UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%"))
+    for _ in range(12):
+        cluster.carry_out(reconcile(cluster.state(), settings, cluster.now))
+        cluster.tick()
+    gpu0 = cluster.nodes["gpu-0"]
+    assert gpu0.labels[STATE_LABEL] == "pod-restart-required" and gpu0.unschedulable
+    gpu0.labels[DRIVER_LABEL] = driver_label
+    seen = _rollout(cluster, settings, rounds=40)
+    assert (STATE_LABEL not in gpu0.labels) and not gpu0.unschedulable and gpu0.driver is None, seen
+    assert not any(key.startswith("nvidia.com/gpu-driver-upgrade") and key != UPGRADE_ENABLED_ANNOTATION
+                   for key in gpu0.annotations)
+    assert cluster.nodes["gpu-1"].labels[STATE_LABEL] == "upgrade-done" and cluster.nodes["gpu-1"].driver == NEW
+
+
+def test_a_node_cordoned_before_keeps_its_cordon_when_it_leaves_the_upgrade() -> None:
+    """Item 2. The release undoes only the upgrade's cordon: the initial-state annotation (common_manager.go
+    ProcessDoneOrUnknownNodes) says the node was cordoned before, so it stays cordoned and loses the record."""
+    node = _labelled("gpu-0", unschedulable=True)
+    node.labels.update({STATE_LABEL: "pod-restart-required", DRIVER_LABEL: "false"})
+    node.annotations[INITIAL_STATE_ANNOTATION] = "true"
+    cluster = _cluster(node)
+    cluster.tick()  # the DaemonSet deletes the pod of a node it no longer selects
+    [patch] = reconcile(cluster.state(), SETTINGS, cluster.now).patches
+    assert patch.unschedulable is None and patch.labels == {STATE_LABEL: None}
+    assert patch.annotations == {INITIAL_STATE_ANNOTATION: None}
+
+
+def test_no_upgrade_step_while_the_driver_daemonset_has_unscheduled_pods() -> None:
+    """Item 7. upgrade_state.go BuildState fails while a driver DaemonSet's desiredNumberScheduled differs from its
+    pods ("driver DaemonSet should not have Unscheduled pods"): the round takes no upgrade step, so a node whose
+    old driver pod is gone and whose new one is not created yet is not mistaken for one without a driver.
+    Labelling goes on meanwhile."""
+    node = _labelled("gpu-0", gap_ticks=2)
+    node.labels[STATE_LABEL] = "pod-restart-required"
+    node.unschedulable = True
+    cluster = _cluster(node)
+    cluster.carry_out(reconcile(cluster.state(), SETTINGS, cluster.now))  # deletes the old driver pod
+    assert [a.kind for a in node.pod_actions] == ["delete"]
+    cluster.tick()  # the old pod is gone; the new one comes two ticks later
+    cluster.nodes["gpu-1"] = FakeNode("gpu-1", driver=None)  # a node with only NFD's label joins
+    state = cluster.state()
+    assert unscheduled_driver_daemonsets(state, SETTINGS) == (DRIVER_DS,)
+    plan = reconcile(state, SETTINGS, cluster.now)
+    assert plan.paused_by == (DRIVER_DS,) and plan.requeue_after == UNSCHEDULED_REQUEUE_SECONDS
+    assert [p.node for p in plan.patches] == ["gpu-1"] and STATE_LABEL not in plan.patches[0].labels
+    cluster.carry_out(plan)
+    for _ in range(3):
+        cluster.tick()
+        cluster.carry_out(reconcile(cluster.state(), SETTINGS, cluster.now))
+    assert node.labels[STATE_LABEL] in ("pod-restart-required", "validation-required") and node.unschedulable
+
+
+def test_a_node_whose_driver_pod_waits_for_the_scheduler_sits_the_round_out() -> None:
+    """Item 2. upgrade_state.go BuildState skips a driver pod without a nodeName ("Driver Pod has no NodeName,
+    skipping"): its node (named by the DaemonSet's node affinity) is neither stepped nor released."""
+    unbound = PodFacts("driver-a", "", DRIVER_DS, DRIVER_DS, NEW, "d", target_node="gpu-0")
+    state = _one("pod-restart-required", unbound)
+    assert observe(state, SETTINGS, 0) == [] and reconcile(state, SETTINGS, 0).patches == ()
+
+
+def test_a_driver_pod_of_another_daemonset_is_not_the_upgrades() -> None:
+    """Item 7. common_manager.go GetPodsOwnedbyDs: a pod owned by a DaemonSet that is not a driver's (found by
+    the driver label) is not in BuildState's nodes; a pod with no owner at all is (GetOrphanedPods)."""
+    other = {**DRIVER_SET, "nvidia-driver-daemonset-old": DaemonSetFacts("nvidia-driver-daemonset-old", app="x")}
+    foreign = PodFacts("driver-a", "gpu-0", DRIVER_DS, "nvidia-driver-daemonset-old", OLD, "d")
+    state = _one("pod-restart-required", foreign)
+    assert observe(ClusterState(state.nodes, state.pods, other), SETTINGS, 0) == []
+    idle = {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d", desired=0, app=DRIVER_DS)}  # wants no node yet
+    orphan = ClusterState(state.nodes, (PodFacts("driver-a", "gpu-0", DRIVER_DS, "", "", "", orphaned=True),), idle)
+    [observation] = observe(orphan, SETTINGS, 0)
+    assert observation.driver_pod_orphaned and not observation.driver_pod_outdated
+    assert reconcile(orphan, SETTINGS, 0).pod_actions == (PodAction("delete", "gpu-0", "driver-a"),)
+
+
+def test_the_upgrade_requested_and_safe_load_annotations_are_read_from_the_node() -> None:
+    """Item 7. common_manager.go IsUpgradeRequested (`true` only) and safe_driver_load_manager.go
+    IsWaitingForSafeDriverLoad (any non-empty value), from the node's annotations."""
+    def observed(annotations: dict[str, str]) -> tuple[bool, bool]:
+        node = NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "upgrade-done"}, annotations)
+        [o] = observe(ClusterState({"gpu-0": node}, (_driver(),), DRIVER_SET), SETTINGS, 0)
+        return o.upgrade_requested, o.safe_load_waiting
+
+    assert observed({UPGRADE_REQUESTED_ANNOTATION: "true", SAFE_LOAD_ANNOTATION: "true"}) == (True, True)
+    assert observed({UPGRADE_REQUESTED_ANNOTATION: "yes", SAFE_LOAD_ANNOTATION: ""}) == (False, False)
+
+
+def test_validation_without_a_validator_pod_waits_and_a_node_cordoned_before_ends_done() -> None:
+    """Item 5. validation_manager.go Validate (no validation pod: no timeout) through the reconcile: a node whose
+    validator DaemonSet does not run there waits at validation-required, cordoned, without a start time; with
+    its validator Ready, a node cordoned before the upgrade goes to upgrade-done in one step
+    (updateNodeToUncordonOrDoneState)."""
+    node = _labelled("gpu-0", driver=NEW, digest="digest-new", validator=False, unschedulable=True)
+    node.labels[STATE_LABEL] = "validation-required"
+    cluster = _cluster(node)
+    short = ControllerSettings("gpu-operator", SETTINGS.labelling, UpgradePolicy(validation_timeout_seconds=60))
+    for _ in range(20):
+        cluster.carry_out(reconcile(cluster.state(), short, cluster.now))
+        cluster.tick()
+    assert node.labels[STATE_LABEL] == "validation-required" and VALIDATION_START_ANNOTATION not in node.annotations
+    node.validator, node.annotations[INITIAL_STATE_ANNOTATION] = True, "true"
+    [patch] = reconcile(cluster.state(), short, cluster.now).patches
+    assert patch.labels == {STATE_LABEL: "upgrade-done"} and patch.annotations == {INITIAL_STATE_ANNOTATION: None}
+    assert patch.unschedulable is None
+
+
+def test_the_dra_plugins_label_waits_for_the_gpu_claims_to_go() -> None:
+    """Item 11. nodelabeling_controller.go updateGPUStateLabels defers removing `nvidia.com/gpu.deploy.dra-driver`
+    while nodeHasDRAClaimPods, and Reconcile requeues after 30 s; the loop learns which nodes to ask about from
+    nodes_needing_claims."""
+    labels = {**LABELLED, "nvidia.com/gpu.deploy.dra-driver": "true"}
+    node = NodeFacts("gpu-0", labels, {UPGRADE_ENABLED_ANNOTATION: "true"})
+    state = ClusterState({"gpu-0": node, "gpu-1": NodeFacts("gpu-1", LABELLED, {UPGRADE_ENABLED_ANNOTATION: "true"})})
+    assert nodes_needing_claims(state, SETTINGS) == ["gpu-0"]
+    held = ClusterState(state.nodes, gpu_claim_nodes=frozenset({"gpu-0"}))
+    plan = reconcile(held, SETTINGS, 0)
+    assert plan.patches == () and plan.requeue_after == CLAIMS_REQUEUE_SECONDS
+    [patch] = reconcile(state, SETTINGS, 0).patches
+    assert patch.labels == {"nvidia.com/gpu.deploy.dra-driver": None}
+    assert reconcile(state, SETTINGS, 0).requeue_after == SETTINGS.resync_seconds
+
+
+def test_the_census_counts_the_managed_nodes_only() -> None:
+    """Item 2. The gpu_operator_nodes_upgrades_* gauges come from NVIDIA's GetUpgradesInProgress, GetUpgradesDone
+    and GetUpgradesPending over BuildState's nodes: a node without a driver pod is in none of them."""
+    from gpu_operator.agents.controller.status import census
+
+    gone = NodeFacts("gpu-1", {**LABELLED, STATE_LABEL: "upgrade-done"}, {UPGRADE_ENABLED_ANNOTATION: "true"})
+    here = NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "upgrade-done"}, {UPGRADE_ENABLED_ANNOTATION: "true"})
+    state = ClusterState({"gpu-0": here, "gpu-1": gone}, (_driver(),), DRIVER_SET)
+    summary = census(state, reconcile(state, SETTINGS, 0).observations, 1, {})
+    assert (summary.gpu_nodes, summary.done) == (2, 1)

@@ -102,7 +102,8 @@ def test_sandbox_workloads(workload: str, expected: set[str]) -> None:
     labels = labels_of(config)
     assert deploy(labels) == expected
     assert labels["nvidia.com/gpu.workload.config"] == workload
-    assert ("nvidia.com/mig.config" in labels) is (workload == "container")
+    # nodelabeling_controller.go updateGPUStateLabels seeds every MIG-capable GPU node, whatever its workload
+    assert labels["nvidia.com/mig.config"] == "all-disabled"
 
 
 def test_workload_table_is_nvidias() -> None:
