@@ -19,7 +19,14 @@ from typing import Annotated, Literal, Self
 from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from gpu_operator.config.base import ConfigModel
-from gpu_operator.facts.kube_names import is_dns_label, is_dns_subdomain, is_label_value, is_qualified_name
+from gpu_operator.facts.kube_names import (
+    is_dns_label,
+    is_dns_subdomain,
+    is_label_value,
+    is_qualified_name,
+    label_value_problem,
+    qualified_name_problem,
+)
 from gpu_operator.facts.label_selector import parse_selector
 from gpu_operator.facts.quantity import QuantityError, canonical_quantity
 
@@ -108,16 +115,16 @@ def _object_name(value: str) -> str:
 def _label_map(values: dict[str, str]) -> dict[str, str]:
     for key, value in values.items():
         _annotation_key(key)
-        if not is_label_value(value):
-            raise ValueError(f"{key}: {value!r} is not a label value (at most 63 letters, digits, '-', '_' and "
-                             "'.', starting and ending with a letter or digit; quote numbers and booleans)")
+        problem = label_value_problem(value)
+        if problem is not None:
+            raise ValueError(f"{key}: {problem}")
     return values
 
 
 def _annotation_key(key: str) -> str:
-    if not is_qualified_name(key):
-        raise ValueError(f"{key!r} is not a label or annotation key such as 'team' or 'example.com/team' (a name "
-                         "of at most 63 letters, digits, '-', '_' and '.', with an optional DNS-subdomain prefix)")
+    problem = qualified_name_problem(key, "label or annotation key")
+    if problem is not None:
+        raise ValueError(problem)
     return key
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.errors import Problem
-from gpu_operator.facts.kube_names import is_label_value, is_qualified_name
+from gpu_operator.facts.kube_names import label_value_problem, qualified_name_problem
 
 __all__ = ["MONITORING_INPUT_CHECKS", "runbook_url_problem"]
 
@@ -28,14 +28,11 @@ _SAMPLE_ALERT = "GpuXidError"
 
 def _label_problems(section: str, labels: dict[str, str]) -> Iterator[Problem]:
     for key, value in labels.items():
-        if not is_qualified_name(key):
-            yield Problem(f"monitoring.{section}", f"{key!r} is not a label key such as 'team' or 'example.com/team' "
-                                                   "(a name of at most 63 letters, digits, '-', '_' and '.', with an "
-                                                   "optional DNS-subdomain prefix): the API server refuses it")
-        elif not is_label_value(value):
-            yield Problem(f"monitoring.{section}.{key}", f"{value!r} is not a label value (at most 63 letters, "
-                                                         "digits, '-', '_' and '.', starting and ending with a letter "
-                                                         "or digit): the API server refuses it")
+        key_problem, value_problem = qualified_name_problem(key), label_value_problem(value)
+        if key_problem is not None:
+            yield Problem(f"monitoring.{section}", f"{key_problem}: the API server refuses it")
+        elif value_problem is not None:
+            yield Problem(f"monitoring.{section}.{key}", f"{value_problem}: the API server refuses it")
 
 
 def _monitoring_labels(doc: GpuStackConfig) -> Iterator[Problem]:

@@ -8,11 +8,11 @@ operands and workloads need. Label keys and values follow Kubernetes' qualified-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
 from gpu_operator.facts.dra_driver import DRA_NODE_LABEL
+from gpu_operator.facts.kube_names import label_value_problem, qualified_name_problem
 
 __all__ = [
     "AKS_LABEL_PREFIX",
@@ -32,9 +32,6 @@ __all__ = [
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 _EFFECTS: tuple[TaintEffect, ...] = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 #: Labels under this prefix are reserved for AKS itself.
 AKS_LABEL_PREFIX = "kubernetes.azure.com/"
@@ -74,15 +71,16 @@ class Taint:
 
 def check_label_key(key: str) -> str:
     """Return a valid qualified name (`[prefix/]name`) unchanged; raise ValueError otherwise."""
-    prefix, _, name = key.rpartition("/")
-    if not _NAME.match(name) or (prefix and (len(prefix) > 253 or not _PREFIX.match(prefix))):
-        raise ValueError(f"{key!r} is not a Kubernetes label key such as 'team' or 'example.com/team'")
+    problem = qualified_name_problem(key)
+    if problem is not None:
+        raise ValueError(problem)
     return key
 
 
 def check_label_value(value: str) -> str:
-    if not _VALUE.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+    problem = label_value_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

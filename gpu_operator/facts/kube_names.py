@@ -26,6 +26,8 @@ __all__ = [
     "is_dns_subdomain",
     "is_label_value",
     "is_qualified_name",
+    "label_value_problem",
+    "qualified_name_problem",
 ]
 
 QUALIFIED_NAME_MAX_LENGTH = 63
@@ -59,3 +61,19 @@ def is_qualified_name(text: str) -> bool:
 def is_label_value(text: str) -> bool:
     """`IsValidLabelValue`: empty, or a name of at most 63 characters."""
     return text == "" or (len(text) <= LABEL_VALUE_MAX_LENGTH and _NAME.match(text) is not None)
+
+
+_NAME_RULE = "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+
+
+def qualified_name_problem(text: str, what: str = "label key") -> str | None:
+    """`'x y' is not a label key such as ...` with the rule, or None for a qualified name."""
+    if is_qualified_name(text):
+        return None
+    return (f"{text!r} is not a {what} such as 'team' or 'example.com/team' ({_NAME_RULE}, after an optional "
+            "DNS-subdomain prefix and '/')")
+
+
+def label_value_problem(text: str) -> str | None:
+    """`'a b' is not a label value (...)` with the rule, or None for a label value."""
+    return None if is_label_value(text) else f"{text!r} is not a label value ({_NAME_RULE})"

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpu_operator.facts.kube_names import is_label_value, is_qualified_name
+from gpu_operator.facts.kube_names import label_value_problem, qualified_name_problem
 
 __all__ = ["LabelSelector", "Requirement", "parse_selector"]
 
@@ -184,17 +184,17 @@ class _Parser:
 
 
 def _checked_key(key: str) -> str:
-    if not is_qualified_name(key):
-        raise ValueError(f"key {key!r} is not a label key such as 'app' or 'example.com/role' (a name of at most "
-                         "63 letters, digits, '-', '_' and '.', with an optional DNS-subdomain prefix and '/')")
+    problem = qualified_name_problem(key)
+    if problem is not None:
+        raise ValueError(f"key {problem}")
     return key
 
 
 def _requirement(key: str, op: str, values: tuple[str, ...]) -> Requirement:
     for value in values:
-        if not is_label_value(value):
-            raise ValueError(f"value {value!r} of {key!r} is not a label value (at most 63 letters, digits, '-', "
-                             "'_' and '.', starting and ending with a letter or digit)")
+        problem = label_value_problem(value)
+        if problem is not None:
+            raise ValueError(f"the value of {key!r}: {problem}")
     if op in ("gt", "lt") and _integer(values[0]) is None:
         raise ValueError(f"value {values[0]!r} of {key!r}: '>' and '<' compare with an integer")
     return Requirement(key, op, frozenset(values))
