@@ -268,3 +268,15 @@ def test_env_names_and_duplicates_follow_one_rule_in_every_section(path: str) ->
     assert twice[path].startswith("variable listed twice: MODE (the later one would silently hide the first)")
     named = problems(env_document(path, [{"name": "1ST VAR", "value": "a"}]))
     assert named[f"{path}[0].name"].startswith("'1ST VAR' is not an environment variable name")
+
+
+@pytest.mark.parametrize(("key", "accepted"), [("team", True), ("example.com/team", True), ("/team", False),
+                                               ("example.com/", False), ("a/b/c", False)])
+def test_pool_labels_are_qualified_names_as_the_api_server_reads_them(key: str, accepted: bool) -> None:
+    """apimachinery `IsQualifiedName`: a '/' needs a prefix before it and a name after it."""
+    document = {"aks": {"resourceGroup": "rg", "clusterName": "c", "kubernetesVersion": "1.34"},
+                "pools": [{"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "labels": {key: "x"}}]}
+    if accepted:
+        parsed(document)
+    else:
+        assert problems(document)["pools[0].labels"].startswith(f"{key!r} is not a label key")
