@@ -5,7 +5,8 @@
 path of a profile file. The environment variable `GPU_OPERATOR_NVML` gives the same choice; the flag wins.
 
 `open_nvml` opens the choice. When NVML cannot start and the agent runs with `--fail-on-init-error=false`, it
-returns a node with no GPUs (keeping the PCI view) instead of raising, as NVIDIA's programs do.
+returns a node with no GPUs (keeping the PCI view) instead of raising, as NVIDIA's programs do. A simulated node
+reads the faults injected at run time from the file `GPU_OPERATOR_NVML_FAULTS` names, when it names one.
 """
 
 from __future__ import annotations
@@ -89,14 +90,14 @@ class _Attempt:
     failure: NvmlError | None = None
 
 
-def _attempt_simulated(reference: str) -> _Attempt:
+def _attempt_simulated(reference: str, environ: Mapping[str, str]) -> _Attempt:
     # Imported here: a real node never loads the simulation (its profiles, and pydantic with them).
-    from gpu_operator.agents.nvml.simulated import SimulatedPciBus, load_profile, open_simulated
+    from gpu_operator.agents.nvml.simulated import FAULTS_ENV, SimulatedPciBus, load_profile, open_simulated
 
     profile = load_profile(reference)
     pci = SimulatedPciBus(profile)
     try:
-        return _Attempt(pci, nvml=open_simulated(profile))
+        return _Attempt(pci, nvml=open_simulated(profile, faults_file=environ.get(FAULTS_ENV) or None))
     except NvmlError as error:
         return _Attempt(pci, failure=error)
 
@@ -133,7 +134,7 @@ def open_nvml(
     choice = parse_nvml_choice(spec)
     env = os.environ if environ is None else environ
     if choice.profile is not None:
-        attempt = _attempt_simulated(choice.profile)
+        attempt = _attempt_simulated(choice.profile, env)
     else:
         attempt = _attempt_real(driver_roots(env, driver_root_paths), sysfs_root)
     if attempt.nvml is not None:

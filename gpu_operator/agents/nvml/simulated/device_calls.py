@@ -130,7 +130,9 @@ class DeviceCalls(SimulatedCore):
         return self._fill_fabric(handle, info, "nvmlDeviceGetGpuFabricInfo")
 
     def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
-        _, _, model = self._gpu(handle, "nvmlDeviceGetNvLinkState")
+        index, _, model = self._gpu(handle, "nvmlDeviceGetNvLinkState")
         if not 0 <= link < model.nvlinks:
             fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if link in self.injected(index).links_down:
+            return pynvml.NVML_FEATURE_DISABLED
         return pynvml.NVML_FEATURE_ENABLED

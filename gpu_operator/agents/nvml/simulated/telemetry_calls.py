@@ -4,6 +4,8 @@ Values are drawn from the model's telemetry ranges by the node's deterministic g
 NVLink traffic) only grow. Field ids a model or a fault lists as unsupported answer "not supported" in their
 own slot of the field-values result, as NVML does. Field values are pynvml's own `c_nvmlFieldValue_t`, each in
 the union member and with the type tag the driver uses, including the R545 branch's wrong memory-temperature tag.
+The health fields (ECC, row remapping, NVLink CRC errors, thermal violation time, the GPU recovery action) and
+the running processes read the faults injected at run time (:mod:`.injection`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pynvml
 
 from gpu_operator.agents.nvml.simulated.core import SimulatedCore, fail
+from gpu_operator.agents.nvml.simulated.injection import THERMAL_STEP_NS
 from gpu_operator.agents.nvml.simulated.profile import (
     GpuModel,
 )
@@ -36,6 +39,7 @@ _VALUE_TAGS: dict[int, tuple[int, str]] = {
     pynvml.NVML_FI_DEV_REMAPPED_UNC: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
     pynvml.NVML_FI_DEV_REMAPPED_PENDING: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
     pynvml.NVML_FI_DEV_REMAPPED_FAILURE: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
+    pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"),
 }
 _DEFAULT_TAG = (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal")
 #: The driver branch whose NVML tags memory temperature wrongly (it writes uiVal, tags it double).
@@ -75,16 +79,14 @@ class TelemetryCalls(SimulatedCore):
         )
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[pynvml.c_nvmlProcessInfo_t]:
-        _, gpu, _ = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
+        index, gpu, _ = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
         unavailable = pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+        running = [(p.pid, unavailable if p.used_memory_mib is None else p.used_memory_mib << 20) for p in gpu.processes]
+        running += [(pid, unavailable) for pid in sorted(self.injected(index).processes)]
         return [
-            pynvml.c_nvmlProcessInfo_t(
-                pid=p.pid,
-                usedGpuMemory=unavailable if p.used_memory_mib is None else p.used_memory_mib << 20,
-                gpuInstanceId=0xFFFFFFFF,
-                computeInstanceId=0xFFFFFFFF,
-            )
-            for p in gpu.processes
+            pynvml.c_nvmlProcessInfo_t(pid=pid, usedGpuMemory=memory, gpuInstanceId=0xFFFFFFFF,
+                                       computeInstanceId=0xFFFFFFFF)
+            for pid, memory in running
         ]
 
     def nvmlDeviceGetProcessUtilization(
@@ -108,8 +110,16 @@ class TelemetryCalls(SimulatedCore):
         index, _, model = self._gpu(handle, "nvmlDeviceGetDecoderUtilization")
         return [self._telemetry.gauge(index, "decoder_util", model.telemetry.decoder_util_percent), _SAMPLING_PERIOD_US]
 
+    def _thermal_violation(self, index: int) -> int:
+        faults = self.injected(index)
+        if faults.thermal:
+            faults.thermal_ns += THERMAL_STEP_NS
+        return int(faults.thermal_ns)
+
     def _field(self, index: int, model: GpuModel, field_id: int) -> int | None:
         t = model.telemetry
+        faults = self.injected(index)
+        links = model.nvlinks > 0
         generators: dict[int, Callable[[], int]] = {
             pynvml.NVML_FI_DEV_MEMORY_TEMP: lambda: self._telemetry.gauge(index, "memory_temp", t.memory_temp_c),
             pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: lambda: self._telemetry.counter(
@@ -117,13 +127,15 @@ class TelemetryCalls(SimulatedCore):
             ),
             pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER: lambda: t.pcie_replay_count,
             pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: lambda: 0,
-            pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: lambda: faults.dbe,
             pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: lambda: 0,
-            pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: lambda: 0,
+            pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: lambda: faults.dbe,
             pynvml.NVML_FI_DEV_REMAPPED_COR: lambda: 0,
             pynvml.NVML_FI_DEV_REMAPPED_UNC: lambda: 0,
-            pynvml.NVML_FI_DEV_REMAPPED_PENDING: lambda: 0,
-            pynvml.NVML_FI_DEV_REMAPPED_FAILURE: lambda: 0,
+            pynvml.NVML_FI_DEV_REMAPPED_PENDING: lambda: int(faults.remap_pending),
+            pynvml.NVML_FI_DEV_REMAPPED_FAILURE: lambda: int(faults.remap_failed),
+            pynvml.NVML_FI_DEV_PERF_POLICY_THERMAL: lambda: self._thermal_violation(index),
+            pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: lambda: faults.recovery_action,
             pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: lambda: self._telemetry.counter(
                 index, "nvlink_tx", (0, 0), t.nvlink_kib_per_second
             ),
@@ -131,6 +143,9 @@ class TelemetryCalls(SimulatedCore):
                 index, "nvlink_rx", (0, 0), t.nvlink_kib_per_second
             ),
         }
+        if links:
+            generators[pynvml.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL] = lambda: faults.crc_errors
+            generators[pynvml.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL] = lambda: 0
         generate = generators.get(field_id)
         return None if generate is None else generate()
 
