@@ -24,7 +24,7 @@ from lightkube.types import CascadeType, PatchType
 
 from gpu_operator.agents.kube.connect import connect
 from gpu_operator.agents.kube.errors import KubeConfigError, kube_error
-from gpu_operator.agents.kube.resources import Resource, generic_model
+from gpu_operator.agents.kube.resources import Resource, generic_model, status_model
 from gpu_operator.agents.kube.transport import RetryPolicy
 
 __all__ = ["SERVICE_ACCOUNT_DIR", "KubeClient", "PatchType", "RetryPolicy", "load_config"]
@@ -115,9 +115,12 @@ class KubeClient:
         return dict(self._call(lambda: self._client.replace(obj, namespace=ns)))
 
     def patch(self, resource: Resource, name: str, patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-              namespace: str | None = None, *, patch_type: PatchType = PatchType.MERGE) -> Object:
-        """Patch an object: a merge patch (a partial object) by default, or a JSON patch (a list of operations)."""
-        ns, model = _namespace(resource, namespace), generic_model(resource)
+              namespace: str | None = None, *, patch_type: PatchType = PatchType.MERGE,
+              status: bool = False) -> Object:
+        """Patch an object: a merge patch (a partial object) by default, or a JSON patch (a list of operations);
+        `status` patches its `status` subresource (`nodes/status`), which RBAC grants apart."""
+        ns = _namespace(resource, namespace)
+        model = status_model(resource) if status else generic_model(resource)
         body = dict(patch) if isinstance(patch, Mapping) else [dict(op) for op in patch]
         return dict(self._call(lambda: self._client.patch(model, name, body, namespace=ns,
                                                                          patch_type=patch_type)))

@@ -13,10 +13,17 @@ from dataclasses import dataclass
 from functools import cache
 
 from lightkube.core.resource import Resource as LightkubeResource
-from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
+from lightkube.core.resource import ApiInfo
+from lightkube.generic_resource import (
+    GenericGlobalResource,
+    GenericGlobalStatus,
+    GenericNamespacedResource,
+    GenericNamespacedStatus,
+    create_api_info,
+)
 
 __all__ = ["CONFIG_MAPS", "DAEMON_SETS", "EVENTS", "NAMESPACES", "NODES", "NODE_FEATURES", "PODS", "Resource",
-           "generic_model"]
+           "generic_model", "status_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,16 @@ def generic_model(resource: Resource) -> type[LightkubeResource]:
     base = GenericNamespacedResource if resource.namespaced else GenericGlobalResource
     info = create_api_info(resource.group, resource.version, resource.kind, resource.plural)
     return type(resource.kind, (base,), {"_api_info": info})
+
+
+@cache
+def status_model(resource: Resource) -> type[LightkubeResource]:
+    """The lightkube generic class of a resource type's `status` subresource (`nodes/status`)."""
+    parent = generic_model(resource)._api_info  # type: ignore[attr-defined]
+    base = GenericNamespacedStatus if resource.namespaced else GenericGlobalStatus
+    info = ApiInfo(resource=parent.resource, parent=parent.resource, plural=parent.plural,
+                   verbs=["get", "patch", "put"], action="status")
+    return type(f"{resource.kind}Status", (base,), {"_api_info": info})
 
 
 PODS = Resource("", "v1", "pods", "Pod")

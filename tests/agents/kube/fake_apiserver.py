@@ -2,7 +2,8 @@
 
 It stores objects per resource type and serves what the agents use: get, list (label and field selectors,
 pagination), create (`generateName`, AlreadyExists), replace (resourceVersion conflicts), patch (JSON merge,
-strategic merge treated as merge, JSON patch; the `status` subresource), delete (options in the query)
+strategic merge as merge except that `conditions` lists merge by `type` as the API server's do, JSON patch; the
+`status` subresource), delete (options in the query)
 and watch (chunked JSON lines; synthetic ADDED events without a resourceVersion; 410 Expired before the
 compacted version). Errors are `Status` objects with the API's reasons.
 
@@ -191,6 +192,30 @@ def merge_patch(target: Any, patch: Any) -> Any:
             result.pop(key, None)
         else:
             result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+#: List fields a strategic merge patch merges item by item, by this key (the API's `patchMergeKey`).
+STRATEGIC_MERGE_KEYS = {"conditions": "type"}
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A strategic merge patch: a merge patch whose keyed lists (:data:`STRATEGIC_MERGE_KEYS`) merge by key."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        merge_key = STRATEGIC_MERGE_KEYS.get(key)
+        if value is None:
+            result.pop(key, None)
+        elif merge_key is not None and isinstance(value, list) and isinstance(result.get(key), list):
+            merged = {item.get(merge_key): item for item in result[key]}
+            for item in value:
+                found = merged.get(item.get(merge_key))
+                merged[item.get(merge_key)] = strategic_merge_patch(found, item) if found else copy.deepcopy(item)
+            result[key] = list(merged.values())
+        else:
+            result[key] = strategic_merge_patch(result.get(key), value)
     return result
 
 
@@ -607,8 +632,10 @@ class FakeApiServer:
     def handle_patch(self, target: _Target, body: Any, content_type: str) -> Object:
         with self._changed:
             current = self._existing(target)
-            if content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if content_type == "application/merge-patch+json":
                 patched = merge_patch(current, body)
+            elif content_type == "application/strategic-merge-patch+json":
+                patched = strategic_merge_patch(current, body)
             elif content_type == "application/json-patch+json":
                 try:
                     patched = json_patch(current, body)
