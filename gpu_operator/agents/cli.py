@@ -19,6 +19,7 @@ AGENTS: dict[str, str] = {
     "device-plugin": "gpu_operator.agents.device_plugin.command",
     "driver-manager": "gpu_operator.agents.driver_manager.command",
     "feature-discovery": "gpu_operator.agents.feature_discovery.command",
+    "health-monitor": "gpu_operator.agents.health_monitor.command",
     "mig-manager": "gpu_operator.agents.mig_manager.command",
     "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
     "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",

@@ -13,6 +13,7 @@ def test_known_agents() -> None:
         "device-plugin": "gpu_operator.agents.device_plugin.command",
         "driver-manager": "gpu_operator.agents.driver_manager.command",
         "feature-discovery": "gpu_operator.agents.feature_discovery.command",
+        "health-monitor": "gpu_operator.agents.health_monitor.command",
         "metrics-exporter": "gpu_operator.agents.metrics_exporter.command",
         "mig-manager": "gpu_operator.agents.mig_manager.command",
         "node-status-exporter": "gpu_operator.agents.node_status_exporter.command",

@@ -2,7 +2,8 @@
 
 Both run in the host's root, mounted at `/host`: `nvidia-smi -r -i <bus ids>` from the driver root (the host's
 own, or the driver container's under `/run/nvidia/driver`), as mig-parted does when a mode stays pending, and
-`reboot` when `WITH_REBOOT` allows it and a reset was not enough.
+`reboot` when `WITH_REBOOT` allows it and a reset was not enough. The health monitor's host-actions server resets
+and reboots through the same code.
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ class HostActions:
     host_root: str = "/host"
     runner: Runner = _run
 
-    def reset_gpus(self, bus_ids: list[str]) -> None:
-        """Reset the GPUs; a failed reset leaves the mode pending, which the caller reports."""
+    def reset_gpus(self, bus_ids: list[str]) -> str | None:
+        """Reset the GPUs; None when done, else why not (logged: for the MIG manager a failed reset leaves the
+        mode pending, which it reports)."""
         if not bus_ids:
-            return
+            return None
         root = posixpath.join(self.host_root, self.driver_root.lstrip("/"))
         status, output = self.runner(["chroot", root, "nvidia-smi", "-r", "-i", ",".join(bus_ids)])
         if status != 0:
             _log.warning("GPU reset failed (%d): %s", status, output)
+            return f"nvidia-smi -r failed ({status}): {output or 'no output'}"
+        return None
 
     def reboot(self) -> None:
         status, output = self.runner(["chroot", self.host_root, "reboot"])

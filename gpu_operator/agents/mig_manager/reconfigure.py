@@ -100,7 +100,7 @@ class Reconfigurer:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         after_apply: Callable[[], None] | None = None,
-        reset: Callable[[list[str]], None] | None = None,
+        reset: Callable[[list[str]], str | None] | None = None,
         reboot: Callable[[], None] | None = None,
         host_clients: HostGpuClients | None = None,
     ) -> None:

@@ -3,13 +3,13 @@
 DCGM's health module (NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp) judges a GPU from a few fields, each read
 here through `nvmlDeviceGetFieldValues`, the NVML source DCGM's cache manager itself uses for them:
 
-| field | NVML field id | DCGM's check |
-|---|---|---|
-| volatile double-bit ECC errors | NVML_FI_DEV_ECC_DBE_VOL_TOTAL | `MonitorMemVolatileDbes`: any is a failure |
-| row remapping pending / failed | NVML_FI_DEV_REMAPPED_PENDING / _FAILURE | `MonitorMem`: pending waits for a reset, a failure needs support |
-| thermal violation time (ns) | NVML_FI_DEV_PERF_POLICY_THERMAL | `MonitorThermal`: the counter moved within the window |
-| NVLink CRC flit and data errors | NVML_FI_DEV_NVLINK_CRC_FLIT/DATA_ERROR_COUNT_TOTAL | `MonitorNVLink`: 100 or more a second fails |
-| GPU recovery action | NVML_FI_DEV_GET_GPU_RECOVERY_ACTION | `MonitorGpuRecoveryAction`: the driver's own verdict (XID 154) |
+* volatile double-bit ECC errors, `NVML_FI_DEV_ECC_DBE_VOL_TOTAL` (`MonitorMemVolatileDbes`: any is a failure);
+* row remapping pending and failed, `NVML_FI_DEV_REMAPPED_PENDING` / `_FAILURE` (`MonitorMem`);
+* thermal violation time in ns, `NVML_FI_DEV_PERF_POLICY_THERMAL` (`MonitorThermal`: it moved in the window);
+* NVLink CRC flit and data errors, `NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL` / `..._DATA_...`
+  (`MonitorNVLink`: 100 or more a second fail);
+* the GPU recovery action, `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (`MonitorGpuRecoveryAction`: the driver's own
+  verdict, XID 154's).
 
 A field the GPU or driver does not have reads None (an older driver has no recovery action field); a lost GPU
 raises `NvmlGpuLost`, as every per-GPU reading of the NVML layer does. The inventory (`Nvml.devices()`) gives the

@@ -81,7 +81,8 @@ class TelemetryCalls(SimulatedCore):
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[pynvml.c_nvmlProcessInfo_t]:
         index, gpu, _ = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
         unavailable = pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
-        running = [(p.pid, unavailable if p.used_memory_mib is None else p.used_memory_mib << 20) for p in gpu.processes]
+        running = [(p.pid, unavailable if p.used_memory_mib is None else p.used_memory_mib << 20)
+                   for p in gpu.processes]
         running += [(pid, unavailable) for pid in sorted(self.injected(index).processes)]
         return [
             pynvml.c_nvmlProcessInfo_t(pid=pid, usedGpuMemory=memory, gpuInstanceId=0xFFFFFFFF,
