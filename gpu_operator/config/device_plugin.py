@@ -14,12 +14,10 @@ from pydantic import Field, field_validator, model_validator
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.clusterpolicy.plugins import MigStrategy
 from gpu_operator.config.yaml_reader import parse_yaml_value
-from gpu_operator.facts.kube_names import is_dns_subdomain
+from gpu_operator.facts.resource_names import qualified_resource_name
 
 __all__ = [
     "MAX_MPS_REPLICAS",
-    "MAX_RESOURCE_NAME_LENGTH",
-    "RESOURCE_PREFIX",
     "MAX_TIME_SLICING_REPLICAS",
     "DeviceFlags",
     "DevicePluginConfig",
@@ -32,12 +30,8 @@ __all__ = [
     "ResourcesSpec",
     "SharingSpec",
     "parse_device_plugin_config",
-    "resource_name",
 ]
 
-#: The plugin's resource names (api/config/v1 consts.go): `nvidia.com/<name>`, at most 63 characters in all.
-RESOURCE_PREFIX = "nvidia.com"
-MAX_RESOURCE_NAME_LENGTH = 63
 #: Time-slicing replicas per GPU, at most: AKS runs at most 250 pods on a node (its `maxPods` ceiling), and each
 #: replica is a device for one pod, so more replicas than pods on the node could never all be allocated.
 MAX_TIME_SLICING_REPLICAS = 250
@@ -92,19 +86,6 @@ class ResourcesSpec(ConfigModel):
     mig: tuple[ResourcePattern, ...] = ()
 
 
-def resource_name(value: str) -> str:
-    """NVIDIA's `NewResourceName` (api/config/v1 resources.go), for `name` and `rename` alike: `nvidia.com/` is
-    prepended when missing, the whole name is at most 63 characters, and the part after the prefix is a DNS-1123
-    subdomain (so a name under another domain, `example.com/gpu`, is refused)."""
-    qualified = value if value.startswith(f"{RESOURCE_PREFIX}/") else f"{RESOURCE_PREFIX}/{value}"
-    short = qualified.partition("/")[2]
-    if len(qualified) > MAX_RESOURCE_NAME_LENGTH or not is_dns_subdomain(short):
-        raise ValueError(f"{value!r} is not a device-plugin resource name: {RESOURCE_PREFIX}/ and lower-case "
-                         f"letters, digits, '-' and '.' (such as 'nvidia.com/gpu' or 'gpu.shared'), at most "
-                         f"{MAX_RESOURCE_NAME_LENGTH} characters in all")
-    return qualified
-
-
 class ReplicatedResource(ConfigModel):
     """One resource shared `replicas` ways (`nvidia.com/gpu` with replicas 4 → 4 pods per GPU)."""
 
@@ -116,7 +97,8 @@ class ReplicatedResource(ConfigModel):
     @field_validator("name", "rename")
     @classmethod
     def _resource_name(cls, value: str | None) -> str | None:
-        return None if value is None else resource_name(value)
+        """NVIDIA's `NewResourceName`, for `name` and `rename` alike (:mod:`gpu_operator.facts.resource_names`)."""
+        return None if value is None else qualified_resource_name(value)
 
     @field_validator("replicas")
     @classmethod

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from gpu_operator.facts.resource_names import RESOURCE_DOMAIN
+
 __all__ = [
     "SharingStrategy",
     "ReplicatedDevices",
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 #: The resource namespace of NVIDIA's devices; a bare name such as `gpu` means `nvidia.com/gpu`.
-RESOURCE_PREFIX = "nvidia.com/"
+RESOURCE_PREFIX = f"{RESOURCE_DOMAIN}/"
 
 
 class SharingStrategy(str, Enum):

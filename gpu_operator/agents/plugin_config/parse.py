@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from gpu_operator.agents.plugin_config.model import (
-    RESOURCE_PREFIX,
     Imex,
     PluginConfig,
     ReplicatedDevices,
@@ -30,15 +29,16 @@ from gpu_operator.agents.plugin_config.model import (
     ReplicatedResources,
     Sharing,
 )
+from gpu_operator.facts.resource_names import qualified_resource_name
 
 __all__ = ["PluginConfigError", "parse_plugin_config", "load_plugin_config", "resource_name"]
 
 _log = logging.getLogger(__name__)
 
 VERSION = "v1"
-_MAX_NAME_LENGTH = 63
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_MIG_INDEX = re.compile(r"^\d+:\d+$")
+#: An index as Go's strconv.ParseUint reads it: ASCII digits only (Python's `isdigit` takes other scripts' too).
+_INDEX = re.compile(r"[0-9]+")
+_MIG_INDEX = re.compile(r"[0-9]+:[0-9]+")
 _SHARED_SUFFIX = ".shared"
 _TOP_LEVEL_KEYS = ("version", "flags", "resources", "sharing", "imex")
 _IMEX_KEYS = ("channelIDs", "required")
@@ -67,15 +67,15 @@ def _device_reference(item: Any) -> str:
     text = str(item) if isinstance(item, str) else ""
     migs = text.removeprefix("MIG-").split("/")
     valid = (
-        text.isdigit()
-        or bool(_MIG_INDEX.match(text))
+        _INDEX.fullmatch(text) is not None
+        or _MIG_INDEX.fullmatch(text) is not None
         or (text.startswith("GPU-") and _uuid(text[4:]))
         or (text.startswith("MIG-") and _uuid(text[4:]))
         or (
             text.startswith("MIG-GPU-")
             and len(migs) == 3
             and _uuid(migs[0].removeprefix("GPU-"))
-            and all(part.isdigit() for part in migs[1:])
+            and all(_INDEX.fullmatch(part) for part in migs[1:])
         )
     )
     if not valid:
@@ -98,14 +98,14 @@ def _devices(value: Any) -> ReplicatedDevices:
 
 
 def resource_name(value: Any) -> str:
-    """A resource name, fully qualified (`gpu` -> `nvidia.com/gpu`) and validated."""
+    """A resource name, fully qualified (`gpu` -> `nvidia.com/gpu`) and validated as the plugin's
+    `NewResourceName` does (:mod:`gpu_operator.facts.resource_names`)."""
     if not isinstance(value, str) or not value:
         raise PluginConfigError(f"invalid resource name {value!r}")
-    name = value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
-    bare = name.removeprefix(RESOURCE_PREFIX)
-    if len(name) > _MAX_NAME_LENGTH or not _DNS_SUBDOMAIN.match(bare):
-        raise PluginConfigError(f"invalid resource name {value!r}: must be a DNS subdomain of at most 63 characters")
-    return name
+    try:
+        return qualified_resource_name(value)
+    except ValueError as error:
+        raise PluginConfigError(f"invalid resource name: {error}") from None
 
 
 def _bool(block: Mapping[str, Any], key: str, where: str) -> bool:

@@ -69,7 +69,7 @@ def test_dev_root_defaults_to_the_driver_root() -> None:
         ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: gpu, replicas: 1}\n",
          "number of replicas for nvidia.com/gpu must be >= 2"),
         ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - {name: " + "a" * 60 + ", replicas: 2}\n",
-         "must be a DNS subdomain of at most 63 characters"),
+         "is not a device-plugin resource name: nvidia.com/ and lower-case letters"),
         ("version: v1\nflags: {migStrategy: mixed, mpsRoot: /run/nvidia/mps}\n"
          "sharing:\n  mps:\n    resources:\n      - {name: gpu, replicas: 2}\n",
          "sharing.mps cannot be used with migStrategy mixed"),

@@ -122,7 +122,7 @@ def test_empty_file_and_missing_version_mean_v1_without_sharing() -> None:
         ("sharing:\n  timeSlicing:\n    resources: [{replicas: 2}]\n", "no resource name specified"),
         ("sharing:\n  timeSlicing:\n    resources: [{name: gpu}]\n", "no replicas specified for nvidia.com/gpu"),
         ("sharing:\n  timeSlicing:\n    resources: [{name: gpu, replicas: 1}]\n", "must be >= 2"),
-        ("sharing:\n  timeSlicing:\n    resources: [{name: GPU_X, replicas: 2}]\n", "invalid resource name 'GPU_X'"),
+        ("sharing:\n  timeSlicing:\n    resources: [{name: GPU_X, replicas: 2}]\n", "invalid resource name: 'GPU_X' is not a"),
         (
             "sharing:\n  timeSlicing:\n    resources: [{name: gpu, replicas: 2, devices: some}]\n",
             "only valid string is 'all'",
