@@ -4,8 +4,9 @@ Seven operands are designed to run a drop-in agent from one image, as `gpu-opera
 env and mounts as the upstream container: feature discovery, metrics exporter, device plugin, MIG manager,
 validator, node status exporter and driver manager; this release's image ships all seven
 (:data:`SHIPPED_AGENTS`). The device plugin's pods also get our config-manager (init container and sidecar), and
-the operator controller (`gpu-operator-agent operator`) runs from the same image. Asking for an unshipped agent
-by name is an error rather than a pod that cannot start.
+the operator controller (`gpu-operator-agent operator`) runs from the same image. One more agent has no NVIDIA
+program to replace: the GPU health monitor (`healthMonitor`), rendered only where our agents run; `nvidia` for it
+means no health monitor. Asking for an unshipped agent by name is an error rather than a pod that cannot start.
 
 Nobody publishes the agents image for you, so our agents run only where an image exists: `image` names one you
 pushed (`make image`, then push it), or `build` has the stack build the package's Dockerfile and push it to an
@@ -45,7 +46,8 @@ __all__ = [
 
 Implementation = Literal["agents", "nvidia"]
 AgentOperand = Literal[
-    "gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager"
+    "gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager",
+    "healthMonitor",
 ]
 #: ClusterPolicy section → agent command name (`gpu-operator-agent <name>`).
 AGENT_OPERANDS: dict[str, str] = {
@@ -56,11 +58,13 @@ AGENT_OPERANDS: dict[str, str] = {
     "validator": "validator",
     "nodeStatusExporter": "node-status-exporter",
     "driverManager": "driver-manager",
+    "healthMonitor": "health-monitor",
 }
 
 #: Sections whose agent the agents image of this release contains.
 SHIPPED_AGENTS: frozenset[str] = frozenset(
-    {"gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager"}
+    {"gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager",
+     "healthMonitor"}
 )
 
 # ACR names: 5-50 letters and digits (https://aka.ms/acr/naming); the login server is the lower-cased name.

@@ -14,7 +14,8 @@ controllers/state_manager.go) keeps these labels on every node; every operand Da
   manager, CC manager) or `vm-vgpu` (sandbox device plugin, vGPU manager, vGPU device manager, sandbox
   validator, CC manager), and `client` in each. The workload is the node's `nvidia.com/gpu.workload.config` when
   sandbox workloads are on and the value is valid, else `sandboxWorkloads.defaultWorkload`; with sandbox
-  workloads off, every node is `container`.
+  workloads off, every node is `container`. Ours beside NVIDIA's: `health-monitor` (the GPU health monitor) in
+  the `container` set, the workload whose GPUs NVML sees.
 * `mig-manager` on MIG-capable `container` nodes that lack the key (NVIDIA checks presence, so an empty value is
   kept); on a `container` node it is never removed, on the other workloads it always is.
 * A deploy label that already holds a non-empty value keeps it (pause values such as `paused-for-mig-change`,
@@ -95,7 +96,7 @@ MIG_MANAGER = "mig-manager"
 WORKLOAD_OPERANDS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "container": (
         "driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
-        "node-status-exporter", "operator-validator",
+        "node-status-exporter", "operator-validator", "health-monitor",
     ),
     "vm-passthrough": ("sandbox-validator", "vfio-manager", "kata-manager", "cc-manager"),
     "vm-vgpu": ("sandbox-device-plugin", "vgpu-manager", "vgpu-device-manager", "sandbox-validator", "cc-manager"),

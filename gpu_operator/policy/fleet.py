@@ -1,7 +1,8 @@
 """The policies that need the fleet's context or span the stack: privilege, PSA, taints, NICs, Prometheus, memory.
 
-* Only NVIDIA's operand DaemonSets may run privileged containers (:data:`PRIVILEGED_OPERANDS`, and the DRA
-  driver's kubelet plugin, privileged by design); a privileged workload, or an unknown DaemonSet, is a violation.
+* Only NVIDIA's operand DaemonSets may run privileged containers (:data:`PRIVILEGED_OPERANDS`, with our GPU health
+  monitor's host-actions helper, and the DRA driver's kubelet plugin, privileged by design); a privileged workload,
+  or an unknown DaemonSet, is a violation.
 * A namespace that runs privileged pods says so to Pod Security Admission (`enforce: privileged`); advisory, as
   NVIDIA's chart leaves `psa.enabled` off and AKS enforces no PSA level by default.
 * A pod asking for GPUs tolerates every taint of at least one GPU pool that keeps pods off (NoSchedule,
@@ -37,7 +38,9 @@ PRIVILEGED_OPERANDS = re.compile(
     r"|nvidia-device-plugin-daemonset|nvidia-device-plugin-mps-control-daemon|gpu-feature-discovery"
     r"|nvidia-dcgm|nvidia-dcgm-exporter|nvidia-mig-manager|nvidia-node-status-exporter|nvidia-cc-manager"
     r"|nvidia-(kata-)?sandbox-device-plugin-daemonset|nvidia-sandbox-validator|nvidia-vfio-manager"
-    r"|nvidia-vgpu-device-manager|nvidia-vgpu-manager-daemonset)$"
+    r"|nvidia-vgpu-device-manager|nvidia-vgpu-manager-daemonset"
+    # ours: the GPU health monitor's host-actions helper, rendered only where the remediation resets or reboots
+    r"|gpu-health-monitor)\Z"
 )
 #: The DRA driver's kubelet plugin (dra-driver-nvidia-gpu templates/kubeletplugin.yaml: `<name>-kubelet-plugin`,
 #: its init container and both plugin containers `privileged: true` in the chart and its values.yaml).

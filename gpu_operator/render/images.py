@@ -26,6 +26,7 @@ OPERAND_SECTIONS: dict[str, str] = {
     "gpu_feature_discovery": "gfd",
     "mig_manager": "migManager",
     "node_status_exporter": "nodeStatusExporter",
+    "health_monitor": "healthMonitor",
 }
 
 

@@ -2,7 +2,8 @@
 
 The order is the ClusterPolicy controller's fixed state order (pre-requisites, driver, toolkit, validation, device
 plugin, MPS, DCGM, DCGM exporter, GFD, MIG manager, node status exporter, then the sandbox operands), with the
-chart's NFD objects right after the pre-requisites.
+chart's NFD objects right after the pre-requisites and our GPU health monitor (no NVIDIA state) after the node
+status exporter.
 The operator controller (ours, from the agents image) comes right after the pre-requisites, as NVIDIA's chart
 deploys its operator before any operand; its settings are derived from the other operands' objects.
 Within an operand, objects keep NVIDIA's file order (ServiceAccount → RBAC → ConfigMaps → Services → DaemonSet).
@@ -38,6 +39,7 @@ _MODULES = (
     "gpu_feature_discovery",
     "mig_manager",
     "node_status_exporter",
+    "health_monitor",
     "vgpu_manager",
     "vgpu_device_manager",
     "sandbox_validator",

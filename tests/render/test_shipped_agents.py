@@ -43,10 +43,11 @@ def _agent_containers(objects: list[dict]) -> list[str]:
     return found
 
 
-SHIPPED = ("gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager")
+SHIPPED = ("gfd", "dcgmExporter", "devicePlugin", "migManager", "validator", "nodeStatusExporter", "driverManager",
+           "healthMonitor")
 
 
-def test_this_release_ships_all_seven_agents() -> None:
+def test_this_release_ships_all_eight_agents() -> None:
     assert SHIPPED_AGENTS == set(SHIPPED)
     ctx = RenderContext(parse_config(with_agents()))
     assert [s for s in SHIPPED if ctx.uses_agent(s)] == list(SHIPPED)

@@ -17,7 +17,7 @@ from tests.support.schemas import validate_objects
 STATE_ORDER = [
     "pre-requisites", "state-operator", "node-feature-discovery", "state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin",
     "state-mps-control-daemon", "state-dcgm", "state-dcgm-exporter", "gpu-feature-discovery", "state-mig-manager",
-    "state-node-status-exporter", "state-vgpu-manager", "state-vgpu-device-manager", "state-sandbox-validation",
+    "state-node-status-exporter", "state-health-monitor", "state-vgpu-manager", "state-vgpu-device-manager", "state-sandbox-validation",
     "state-vfio-manager", "state-sandbox-device-plugin", "state-kata-device-plugin", "state-cc-manager",
 ]
 
@@ -44,10 +44,12 @@ def test_namespaced_objects_live_in_the_configured_namespace(
     case: tuple[str, GpuStackConfig, list[dict[str, Any]]]
 ) -> None:
     _, config, objects = case
-    # the one exception: a Node's Events live in `default`, so the controller's right to write them lives there
+    # the one exception: a Node's Events live in `default`, so the controller's and the health monitor's right to
+    # write them lives there
     elsewhere = {(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]) for o in objects
                  if o["metadata"].get("namespace", config.namespace) != config.namespace}
-    assert elsewhere <= {("Role", "gpu-operator-events", "default"), ("RoleBinding", "gpu-operator-events", "default")}
+    assert elsewhere <= {(kind, name, "default") for kind in ("Role", "RoleBinding")
+                         for name in ("gpu-operator-events", "gpu-health-monitor-events")}
     namespaces = {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]} - {"default"}
     assert namespaces == {config.namespace}
     assert (objects[0]["kind"], objects[0]["metadata"]["name"]) == ("Namespace", config.namespace)
@@ -63,7 +65,10 @@ def test_every_daemonset_selects_gpu_nodes_and_tolerates_them(
         deploy = [k for k in pod["nodeSelector"] if k.startswith("nvidia.com/gpu.deploy.")]
         assert len(deploy) == 1, ds["metadata"]["name"]
         assert pod["nodeSelector"][deploy[0]] == "true"
-        assert pod["tolerations"] == tolerations
+        # the health monitor also tolerates the remediation's fault taint (its node may be tainted for a fault)
+        extra = [{"key": "nvidia.com/gpu-fault", "operator": "Exists"}] \
+            if ds["metadata"]["name"] == "gpu-health-monitor" and {"operator": "Exists"} not in tolerations else []
+        assert pod["tolerations"] == tolerations + extra
         assert pod["priorityClassName"] == config.operator.daemonsets.priority_class_name
         template_labels = ds["spec"]["template"]["metadata"]["labels"]
         assert ds["spec"]["selector"]["matchLabels"].items() <= template_labels.items()

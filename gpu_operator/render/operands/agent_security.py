@@ -42,11 +42,15 @@ __all__ = [
     "AGENT_PRIVILEGES",
     "VALIDATOR_CHECKS",
     "CONFIG_MANAGER",
+    "HEALTH_HOST_ACTIONS",
+    "STATUS_FILE_WAIT",
     "ADMIN_ONLY_REQUESTS",
     "security_context",
     "secure_agent",
     "secure_check",
     "secure_config_managers",
+    "secure_host_actions",
+    "secure_status_wait",
 ]
 
 #: The agents image's `USER` (uid and gid); tests/test_dockerfile.py checks the Dockerfile agrees.
@@ -115,7 +119,23 @@ AGENT_PRIVILEGES: Mapping[str, Privileges] = MappingProxyType({
         "the validator pods' main container holds the status files and removes them on stop "
         "(/run/nvidia/validations is root-owned)",
     ),
+    "healthMonitor": Privileges(
+        AGENTS_IMAGE_USER,
+        "reads GPUs through NVML and the validator's status files, and talks to the API server; GPU resets and "
+        "reboots go through its pod's privileged host-actions helper",
+        runtime_env=_GPUS,
+    ),
 })
+
+#: An init container of ours that only waits for a status file of the validator (root-owned, world-readable).
+STATUS_FILE_WAIT = Privileges(ROOT, "waits until a status file of the validator exists")
+
+#: The health monitor's host-actions helper: GPU resets and reboots in the host's root, nothing else.
+HEALTH_HOST_ACTIONS = Privileges(
+    ROOT,
+    "resets GPUs (the host's nvidia-smi on the host's device nodes) and reboots the node, as the MIG manager does",
+    privileged=True,
+)
 
 #: Validator check (`COMPONENT`) → the privileges of its init container.
 VALIDATOR_CHECKS: Mapping[str, Privileges] = MappingProxyType({
@@ -219,6 +239,18 @@ def secure_check(ctx: RenderContext, component: str, container: Object) -> None:
     """Give a validator check's init container (`COMPONENT=component`) its privileges, when our validator runs it."""
     if ctx.uses_agent("validator"):
         _apply(container, VALIDATOR_CHECKS[component])
+
+
+def secure_host_actions(ctx: RenderContext, container: Object) -> None:
+    """The health monitor's host-actions helper: privileged, as root."""
+    if ctx.uses_agent("healthMonitor"):
+        _apply(container, HEALTH_HOST_ACTIONS)
+
+
+def secure_status_wait(ctx: RenderContext, section: str, container: Object) -> None:
+    """An init container of `section`'s pod that only waits for a validator status file: unprivileged, as root."""
+    if ctx.uses_agent(section):
+        _apply(container, STATUS_FILE_WAIT)
 
 
 def secure_config_managers(ctx: RenderContext, section: str, pod: Object) -> None:

@@ -91,7 +91,7 @@ def test_every_row_says_why() -> None:
 def test_gpu_reading_agents_ask_the_runtime_for_every_gpu() -> None:
     asks = {s for s, p in AGENT_PRIVILEGES.items() if ("NVIDIA_VISIBLE_DEVICES", "all") in p.runtime_env}
     # the device plugin's own env already asks for all GPUs
-    assert asks == {"gfd", "dcgmExporter", "migManager"}
+    assert asks == {"gfd", "dcgmExporter", "migManager", "healthMonitor"}
     assert ("NVIDIA_MIG_CONFIG_DEVICES", "all") in AGENT_PRIVILEGES["migManager"].runtime_env
     # the exporter reads GPU instances, which NVML refuses without the MIG monitor capability
     assert ("NVIDIA_MIG_MONITOR_DEVICES", "all") in AGENT_PRIVILEGES["dcgmExporter"].runtime_env
@@ -236,5 +236,5 @@ def test_default_stack_keeps_privileged_only_for_driver_and_mig_work() -> None:
     assert privileged == {"driver-validation", "k8s-driver-manager", "nvidia-mig-manager"}
     assert {name for name, _ in agent_containers} - privileged == {
         "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-device-plugin",
-        "toolkit-validation", "cuda-validation", "plugin-validation",
+        "toolkit-validation", "cuda-validation", "plugin-validation", "health-monitor",
     }
