@@ -49,6 +49,7 @@ from gpu_operator.agents.nvml import GpuInfo, NvmlError
 __all__ = ["Agent", "RequestHandler"]
 
 _log = logging.getLogger(__name__)
+_NO_HELPER = "this node's health monitor runs without its host-actions helper (no resets or reboots here)"
 
 
 def _by_uuid(gpus: Sequence[GpuInfo]) -> dict[str, GpuInfo]:
@@ -128,7 +129,7 @@ class RequestHandler:
         """None when the GPUs were reset and read healthy, else why not."""
         host = self._host()
         if host is None:
-            return "this node's health monitor runs without its host-actions helper (no resets or reboots here)"
+            return _NO_HELPER
         try:
             known = _by_uuid(self._agent.gpus())
         except NvmlError as error:
@@ -188,8 +189,7 @@ class RequestHandler:
             return
         host = self._host()
         if host is None:
-            self._answer(REBOOT_RESULT, failed(request_id, "this node's health monitor runs without its host-actions "
-                                                           "helper (no resets or reboots here)"))
+            self._answer(REBOOT_RESULT, failed(request_id, _NO_HELPER))
             return
         self._answer(REBOOT_RESULT, f"{request_id}:{REBOOTING}")
         failure = host.reboot()

@@ -12,8 +12,9 @@ fields of every GPU (:mod:`gpu_operator.agents.nvml.health`), and judges them as
 * `VolatileDBE`: any volatile double-bit ECC error (`MonitorMemVolatileDbes`: a count above 0 fails; the volatile
   count starts again at 0 after a GPU reset or a reboot);
 * `RowRemapPending` / `RowRemapFailed`: a row remapping waits for a reset / failed (`MonitorMem`);
-* `NVLinkDown`: a link NVML reports inactive, except on a GPU in MIG mode, whose links NVML reports down
-  (`MonitorNVLinkStatus`'s workaround for NVIDIA bug 200682374);
+* `NVLinkDown`: a link NVML reports inactive, except while any GPU of the node is in MIG mode, when NVML reports
+  links down (dcgmlib/src/DcgmTopology.cpp `UpdateNvLinkLinkStateFromNvml`'s workaround for NVIDIA bug
+  200682374, which `MonitorNVLinkStatus` then skips);
 * `NVLinkCRCErrors`: CRC flit and data errors at 100 or more a second between two passes
   (`MonitorNVLink`, `DCGM_LIMIT_MAX_NVLINK_CRC_ERROR` in DcgmGpuHardwareLimits.h);
 * `ThermalViolation`: the thermal violation time moved within the last minute (`MonitorThermal`);
@@ -91,20 +92,23 @@ class HealthAssessor:
         """The findings of one pass: `health` holds each GPU's fields by index (None: not readable this pass);
         `names` names GPUs NVML cannot name (:func:`name_gpus`)."""
         found: list[Finding] = []
+        mig_anywhere = any(g.mig_enabled for g in gpus)
         for gpu in gpus:
             ref = (names or {}).get(gpu.index) or gpu_ref(gpu)
             if gpu.lost:
                 found.append(level_finding(health_fault("GPULost"), ref, "NVML answers that the GPU is lost"))
                 continue
-            found += self._links(gpu, ref)
+            if not mig_anywhere:
+                found += self._links(gpu, ref)
             reading = health.get(gpu.index)
             if reading is not None:
                 found += self._fields(ref, reading, now)
         return found
 
-    def _links(self, gpu: GpuInfo, ref: GpuRef) -> list[Finding]:
+    @staticmethod
+    def _links(gpu: GpuInfo, ref: GpuRef) -> list[Finding]:
         down = [str(link) for link, up in enumerate(gpu.nvlinks) if not up]
-        if not down or gpu.mig_enabled:
+        if not down:
             return []
         return [level_finding(health_fault("NVLinkDown"), ref, f"NVLink {', '.join(down)} inactive")]
 

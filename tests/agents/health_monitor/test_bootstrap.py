@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_operator.agents.health_monitor.bootstrap import Bootstrap, standing_aside, upgrading
+from gpu_operator.agents.health_monitor.bootstrap import standing_aside, upgrading
 from gpu_operator.agents.health_monitor.monitor import HealthMonitor
 from gpu_operator.agents.nvml.simulated import SimulatedLibrary
 from tests.agents.health_monitor.conftest import Harness, conditions, set_labels
@@ -36,6 +36,12 @@ def _ready(directory: Path, age: float) -> Path:
     stamp = ready.stat().st_mtime - age
     os.utime(ready, (stamp, stamp))
     return ready
+
+
+def _relabel(server: FakeApiServer, monitor: HealthMonitor, labels: dict[str, str]) -> None:
+    """Change the Node's labels and hand the monitor the new Node, as its watch would."""
+    set_labels(server, labels)
+    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
 
 
 def _monitor(harness: Harness, tmp_path: Path) -> HealthMonitor:
@@ -92,9 +98,8 @@ def test_a_validation_lost_after_it_passed_is_a_driver_failure_unless_an_upgrade
     ready = _ready(tmp_path / "validations", age=500.0)
     now = [ready.stat().st_mtime + 500.0]
     monitor = harness.monitor(validations_dir=str(tmp_path / "validations"), startup_grace=120.0)
-    monitor._clock = lambda: now[0]
+    monitor._clock = lambda: now[0]  # the bootstrap start_over makes reads this clock
     monitor.start_over()
-    monitor._bootstrap = Bootstrap(str(tmp_path / "validations"), 120.0, clock=lambda: now[0])
     monitor.health_pass()
     ready.unlink()
     monitor.health_pass()
@@ -102,14 +107,12 @@ def test_a_validation_lost_after_it_passed_is_a_driver_failure_unless_an_upgrade
     monitor.health_pass()
     monitor.publisher.sync()
     assert _quiet(server)
-    set_labels(server, {"nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"})
-    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
+    _relabel(server, monitor, {"nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"})
     now[0] += 1.0
     monitor.health_pass()
     monitor.publisher.sync()
     assert _quiet(server)
-    set_labels(server, {"nvidia.com/gpu-driver-upgrade-state": "upgrade-done"})
-    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
+    _relabel(server, monitor, {"nvidia.com/gpu-driver-upgrade-state": "upgrade-done"})
     monitor.health_pass()
     monitor.publisher.sync()
     shown = conditions(server)["GPUDriverFailure"]
@@ -123,8 +126,7 @@ def test_the_monitor_lets_go_of_nvml_while_the_operands_are_paused(
     GPUs; an NVML client left holding the GPUs would stop both, so the monitor closes NVML meanwhile."""
     monitor = harness.monitor()
     monitor.start_over()
-    set_labels(server, {"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"})
-    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
+    _relabel(server, monitor, {"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"})
     monitor._step_aside_if_paused()
     assert not monitor.poll_event()
     assert library.calls["nvmlShutdown"] == 1
@@ -132,8 +134,7 @@ def test_the_monitor_lets_go_of_nvml_while_the_operands_are_paused(
     monitor.health_pass()
     monitor.publisher.sync()
     assert _quiet(server)
-    set_labels(server, {"nvidia.com/gpu.deploy.device-plugin": "true"})
-    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
+    _relabel(server, monitor, {"nvidia.com/gpu.deploy.device-plugin": "true"})
     monitor._step_aside_if_paused()
     monitor.health_pass()
     monitor.publisher.sync()

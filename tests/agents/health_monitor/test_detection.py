@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from gpu_operator.agents.health_monitor.monitor import HealthMonitor
-from gpu_operator.agents.nvml.simulated import SimulatedLibrary
+from gpu_operator.agents.nvml.adapter import LibraryNvml
+from gpu_operator.agents.nvml.simulated import SimulatedLibrary, SimulatedPciBus, load_profile
 from tests.agents.health_monitor.conftest import PCI, UUIDS, Harness, conditions, status_writes
 from tests.agents.kube.fake_apiserver import FakeApiServer
 
@@ -181,3 +182,18 @@ def test_the_same_reading_again_writes_nothing(harness: Harness, server: FakeApi
     for _ in range(5):
         _pass(monitor, library)
     assert len(status_writes(server)) == writes
+
+
+def test_links_read_down_while_a_gpu_is_in_mig_mode_are_not_a_fault(server: FakeApiServer) -> None:
+    """DCGM's workaround for NVIDIA bug 200682374 (dcgmlib/src/DcgmTopology.cpp `UpdateNvLinkLinkStateFromNvml`):
+    NVML reports NVLinks down while any GPU of the node is in MIG mode, so no link counts as down then."""
+    profile = load_profile("a100-4x-mixed-mig")
+    library = SimulatedLibrary(profile)
+    harness = Harness(server, library)
+    monitor = harness.monitor()
+    monitor._open_nvml = lambda: LibraryNvml.open(library, SimulatedPciBus(profile))  # type: ignore[method-assign]
+    monitor.start_over()
+    without_mig = [i for i, gpu in enumerate(profile.gpus) if gpu.mig is None or not gpu.mig.current]
+    assert without_mig and len(without_mig) < len(profile.gpus)
+    _pass(monitor, library, f"nvlink-down 0 on GPU {without_mig[0]}")
+    assert conditions(server)["GPURebootRequired"]["status"] == "False"
