@@ -92,8 +92,9 @@ class MonitorSettings:
 
 
 def _resources() -> Object:
-    """A fresh dict per container (a shared one would alias in YAML and in edits)."""
-    return {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}
+    """A fresh dict per container (a shared one would alias in YAML and in edits). The monitor holds about 70 MiB
+    resident on a simulated 8-GPU node after a storm of 2,000 XIDs (measured with the agents' package)."""
+    return {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
 
 
 def monitor_settings(ctx: RenderContext) -> MonitorSettings:
