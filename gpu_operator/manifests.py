@@ -44,7 +44,7 @@ __all__ = [
 _OWN_FILE = re.compile(
     r"^(\d{4}-[a-z0-9.-]+\.yaml"
     rf"|azure/({'|'.join(re.escape(prefix) for prefix in AZURE_FILE_PREFIXES)})[^/]+\.json"
-    r"|helm/[a-z0-9.-]+-values\.yaml)$"
+    r"|helm/[a-z0-9.-]+-values\.yaml)\Z"
 )
 _STAGING_PREFIX = ".gpu-operator-render-"
 

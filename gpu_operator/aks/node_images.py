@@ -18,7 +18,7 @@ OsSku = Literal["Ubuntu", "Ubuntu2204"]
 UbuntuRelease = Literal["22.04", "24.04"]
 
 #: `1.34` or `1.34.2`, as AKS accepts for `kubernetesVersion` and `orchestratorVersion`.
-KUBERNETES_VERSION = re.compile(r"^1\.(\d+)(\.\d+)?$")
+KUBERNETES_VERSION = re.compile(r"^1\.([0-9]+)(\.[0-9]+)?\Z")
 #: The first Kubernetes minor version whose `Ubuntu` node image is Ubuntu 24.04.
 UBUNTU_2404_FROM = 35
 

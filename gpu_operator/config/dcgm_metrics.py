@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 METRIC_TYPES = ("gauge", "counter", "label")
-_FIELD = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+#: A field name, matched whole (`fullmatch`; the typed list's pattern runs in pydantic's Rust engine, whose `$`
+#: is the end of the text).
+_FIELD = re.compile(r"DCGM_(FI|EXP)_[A-Z0-9_]+")
 #: The prefix of dcgm-exporter's own counters (internal/pkg/counters/const.go).
 _EXPORTER_COUNTER = "DCGM_EXP_"
 
@@ -92,7 +94,7 @@ def _unknown_field(field: str) -> str:
 class DcgmMetric(ConfigModel):
     """One line of the metrics CSV, typed."""
 
-    field: str = Field(pattern=_FIELD.pattern, description="a DCGM field name such as DCGM_FI_DEV_GPU_TEMP")
+    field: str = Field(pattern=f"^{_FIELD.pattern}$", description="a DCGM field name such as DCGM_FI_DEV_GPU_TEMP")
     type: Literal["gauge", "counter", "label"]
     help: str = Field(default="", description="the series' HELP text")
 
@@ -140,7 +142,7 @@ def parse_metrics_csv(text: str) -> list[MetricField]:
         if len(row) < 3:
             raise ValueError(f"line {number}: expected 'DCGM_FI_<FIELD>, <type>, <help>', got {stripped!r}")
         field, kind, help_text = row[0].strip(), row[1].strip(), ",".join(row[2:]).strip()
-        if not _FIELD.match(field):
+        if not _FIELD.fullmatch(field):
             raise ValueError(f"line {number}: {field!r} is not a DCGM field name such as DCGM_FI_DEV_GPU_TEMP")
         if field not in DCGM_FIELD_NAMES:
             raise ValueError(f"line {number}: {_unknown_field(field)}")

@@ -47,7 +47,7 @@ __all__ = ["AlertThresholds", "DEFAULT_PROMETHEUS_RELEASE", "MonitoringSpec", "P
 #: The kube-prometheus-stack release name Azure's aks-rdma-infiniband setup installs (`deploy-aks.sh`).
 DEFAULT_PROMETHEUS_RELEASE = "kube-prometheus"
 #: A Helm release name (what `release: {{ .Release.Name }}` puts in the selector).
-_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 #: A Prometheus duration such as `5m` or `1h30m`.
 PromDuration = Annotated[str, StringConstraints(pattern=r"^(([0-9]+)(y|w|d|h|m|s|ms))+$")]

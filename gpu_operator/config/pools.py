@@ -74,8 +74,10 @@ __all__ = [
 DEFAULT_TAINT = "sku=gpu:NoSchedule"
 #: AKS's rule for Linux agent pool names.
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
+#: A subnet's resource id; no segment holds white space (no Azure name does: a pasted id's newline is no part of it).
 _SUBNET_ID = re.compile(
-    r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$",
+    r"^/subscriptions/[^/\s]+/resourceGroups/[^/\s]+/providers/Microsoft\.Network/virtualNetworks/[^/\s]+"
+    r"/subnets/[^/\s]+\Z",
     re.IGNORECASE,
 )
 _PCI_DEVICE = re.compile(r"^(0x)?[0-9a-fA-F]{4}\Z")

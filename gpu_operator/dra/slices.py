@@ -49,7 +49,7 @@ _BRANDS = {
     "NVIDIA Cloud Gaming": "NvidiaCloudGaming", "Quadro RTX": "QuadroRTX", "NVIDIA RTX": "NvidiaRTX",
     "NVIDIA": "Nvidia", "GeForce RTX": "GeForceRTX", "Titan RTX": "TitanRTX",
 }
-_SYSFS_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
+_SYSFS_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}\Z")
 
 
 @dataclass(frozen=True)

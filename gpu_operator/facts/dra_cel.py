@@ -282,8 +282,9 @@ _SUFFIXES = {
 
 
 def parse_quantity(text: str) -> Decimal:
-    """A Kubernetes quantity (`80Gi`, `1.5G`, `500m`, `1e3`) as a number; ValueError when it is not one."""
-    match = _QUANTITY.match(text.strip())
+    """A Kubernetes quantity (`80Gi`, `1.5G`, `500m`, `1e3`) as a number; ValueError when it is not one (white
+    space included: `resource.ParseQuantity` trims none)."""
+    match = _QUANTITY.match(text)
     if match is None:
         raise ValueError(f"{text!r} is not a Kubernetes quantity such as '80Gi' or '1G'")
     number, exponent, suffix = match.groups()
@@ -329,7 +330,7 @@ def _identifiers(text: str) -> tuple[str, ...]:
 _SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
                      r"(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
                      r"(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
-                     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
+                     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?\Z")
 
 
 class SemVer:
@@ -563,7 +564,7 @@ def _runtime_message(error: BaseException) -> str:
     return str(error.args[0]) if error.args else str(error)
 
 
-_MISSING_MEMBER = re.compile(r"^no such member in mapping: '(.*)'$")
+_MISSING_MEMBER = re.compile(r"^no such member in mapping: '(.*)'\Z")
 
 
 def _eval_message(error: celpy.CELEvalError) -> str:

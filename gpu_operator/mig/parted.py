@@ -16,8 +16,8 @@ __all__ = ["MigDeviceLayout", "MigPartedConfig", "MIG_PROFILE_PATTERN"]
 
 #: go-nvlib profile strings: 1g.10gb, 1c.2g.20gb (a one-slice compute instance in a 2g.20gb GPU instance),
 #: 1g.10gb+me, 1g.24gb+gfx, 1g.24gb-me, 1g.24gb+me.all
-MIG_PROFILE_PATTERN = re.compile(r"^([1-8]c\.)?[1-8]g\.[0-9]+gb([+-](me|gfx|me\.all))?$")
-_PCI_ID = re.compile(r"^0x[0-9A-Fa-f]{8}$")
+MIG_PROFILE_PATTERN = re.compile(r"^([1-8]c\.)?[1-8]g\.[0-9]+gb([+-](me|gfx|me\.all))?\Z")
+_PCI_ID = re.compile(r"^0x[0-9A-Fa-f]{8}\Z")
 _STRICT = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 

@@ -63,7 +63,7 @@ def chart_object(name: str, namespace: str | None, chart: str, version: str, val
 
 
 #: A packaged chart's file name, `<name>-<version>.tgz` as `helm package` and `helm pull` write it.
-_PACKAGED_CHART = re.compile(r"^(?P<name>.+?)(-v?[0-9]+\.[0-9]+\.[0-9]+[^/]*)?\.(tgz|tar\.gz)$")
+_PACKAGED_CHART = re.compile(r"^(?P<name>.+?)(-v?[0-9]+\.[0-9]+\.[0-9]+[^/]*)?\.(tgz|tar\.gz)\Z")
 
 
 def chart_name(chart: str) -> str:

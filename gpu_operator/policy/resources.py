@@ -15,7 +15,7 @@ __all__ = ["RESOURCE_POLICIES", "containers", "pod_templates"]
 
 _Found = Iterator[tuple[Object, str]]
 _TEMPLATE_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "Job", "ReplicaSet")
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+_DURATION = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m(?!s))?(?:([0-9]+)s)?(?:([0-9]+)ms)?\Z")
 
 
 def pod_templates(obj: Object) -> list[dict[str, Any]]:
@@ -37,7 +37,7 @@ def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
 
 #: Tags that move: a new push under the same name changes what nodes run (`latest-ubuntu22.04` is what
 #: `driver.version: latest` renders, NVIDIA's driver tags carrying the node OS after the version).
-_MOVING_TAGS = re.compile(r"^(latest|stable|edge|main|master|nightly|dev)(-.+)?$")
+_MOVING_TAGS = re.compile(r"^(latest|stable|edge|main|master|nightly|dev)(-.+)?\Z")
 #: The config key that sets the tag of NVIDIA's operand images, by image name (where one section owns the name).
 _VERSION_KEYS = {
     "driver": "operator.driver.version",

@@ -32,7 +32,7 @@ _VMSS_INSTANCE = re.compile(
     r"/resourceGroups/(?P<resource_group>[^/]+)"
     r"/providers/Microsoft\.Compute"
     r"/virtualMachineScaleSets/(?P<scale_set>[^/]+)"
-    r"/virtualMachines/(?P<instance_id>[^/]+)$",
+    r"/virtualMachines/(?P<instance_id>[^/]+)\Z",
     re.IGNORECASE,
 )
 _INSTANCE_ID = re.compile(r"[0-9]+")

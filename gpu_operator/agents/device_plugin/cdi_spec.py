@@ -82,8 +82,8 @@ FEATURE_NODES: dict[str, tuple[str, tuple[str, ...]]] = {
 _IMEX_CLASS = "imex-channel"
 _IMEX_NODE = "/dev/nvidia-caps-imex-channels/channel{}"
 _ALL = "all"
-_VENDOR_OR_CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
-_DEVICE_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
+_VENDOR_OR_CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?\Z")
+_DEVICE_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?\Z")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: The fields of each level in the order the CDI library's Go types declare them (how NVIDIA's file reads).
 _SPEC_FIELDS = ("cdiVersion", "kind", "annotations", "devices", "containerEdits")

@@ -45,7 +45,7 @@ PCI_DEVICES = "sys/bus/pci/devices"
 VFIO_DRIVER = "sys/bus/pci/drivers/vfio-pci"
 NVIDIA_VENDOR = "0x10de"
 MELLANOX_VENDOR = "0x15b3"
-_PCI_ADDRESS = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_PCI_ADDRESS = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 
 

@@ -40,7 +40,7 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 _MIG_PREFIX = "MIG-"
 _REPLICA_SEPARATOR = "::"
 _GKE_VGPU_SEPARATOR = "/vgpu"
-_GKE_MIG = re.compile(r"^nvidia([0-9]+)/gi([0-9]+)(/vgpu[0-9]+)?$")
+_GKE_MIG = re.compile(r"^nvidia([0-9]+)/gi([0-9]+)(/vgpu[0-9]+)?\Z")
 
 
 @dataclass(frozen=True, slots=True)

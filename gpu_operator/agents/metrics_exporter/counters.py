@@ -46,7 +46,7 @@ DEFAULT_COLLECTORS = "/etc/dcgm-exporter/default-counters.csv"
 UPSTREAM_DEFAULT_PATHS = frozenset({DEFAULT_COLLECTORS, "/etc/dcgm-exporter/dcp-metrics-included.csv"})
 _PACKAGED = "default-counters.csv"
 _FIELDS_PER_LINE = 3
-_FIELD_NAME = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+_FIELD_NAME = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+\Z")
 
 
 class CountersError(ValueError):

@@ -39,7 +39,7 @@ DEVICE_NAME = "device-name"
 GPU_ID_TYPES = (UID, DEVICE_NAME)
 HOSTNAME_LABEL = "hostname"
 _COMPUTE_SLICES_PREFIX = re.compile(r"^\d+c\.")
-_ENGINE_SUFFIX = re.compile(r"^\d+g\.\d+gb([+-].*)$")
+_ENGINE_SUFFIX = re.compile(r"^\d+g\.\d+gb([+-].*)\Z")
 _MIB_PER_GB = 1024
 
 

@@ -38,7 +38,7 @@ FB_USED_FIELD = "DCGM_FI_DEV_FB_USED"
 SPLIT_FIELDS = (GPU_UTIL_FIELD, FB_USED_FIELD)
 
 _POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
-_CONTAINER = re.compile(r"^(?:cri-containerd-|crio-|docker-)?([0-9a-f]{64})(?:\.scope)?$")
+_CONTAINER = re.compile(r"^(?:cri-containerd-|crio-|docker-)?([0-9a-f]{64})(?:\.scope)?\Z")
 
 #: (pod UID, container ID or "" when the cgroup path does not end with one)
 ProcessOwner = tuple[str, str]

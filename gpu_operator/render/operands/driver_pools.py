@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.clusterpolicy.common import ImageFields
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
+from gpu_operator.facts.kube_names import is_dns_subdomain, is_label_value
 from gpu_operator.render.images import image_path
 
 __all__ = [
@@ -50,8 +51,6 @@ NFD_OS_MAJOR = "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
 NFD_KERNEL = "feature.node.kubernetes.io/kernel-version.full"
 
 _ARCH = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
 @dataclass(frozen=True)
@@ -98,10 +97,10 @@ def _os_pools(base_name: str, systems: tuple[NodeOperatingSystem, ...]) -> list[
 
 
 def _check(pool: DriverPool) -> DriverPool:
-    if len(pool.name) > 253 or not _DNS_SUBDOMAIN.match(pool.name):
+    if not is_dns_subdomain(pool.name):
         raise ValueError(f"driver DaemonSet name {pool.name!r} is not a DNS-1123 subdomain; check the OS and kernel")
     for key, value in pool.node_selector.items():
-        if len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not is_label_value(value):
             raise ValueError(f"{value!r} cannot be matched as the node label {key}")
     return pool
 
