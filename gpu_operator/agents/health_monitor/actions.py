@@ -13,8 +13,9 @@ A reset (`reset-request` = `<id>:<uuid>,...`, :mod:`.requests`):
 6. on success the XID findings of those GPUs are cleared (a reset fixed them) and the answer is `<id>:success`.
 
 A reboot (`reboot-request` = `<id>`) writes `<id>:rebooting` and reboots the host as the MIG manager does with
-`WITH_REBOOT` (`chroot /host reboot`); the controller sees the new `status.nodeInfo.bootID`. A simulated node
-returns from its reboot and the monitor starts over, as a new pod on a rebooted node would.
+`WITH_REBOOT` (`chroot /host reboot`); the controller sees the new `status.nodeInfo.bootID`. While the host goes
+down the monitor reads nothing (a driver unloading is no fault). A simulated node returns from its reboot and the
+monitor starts over, as a new pod on a rebooted node would.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class Agent(Protocol):
     def reset_done(self, uuids: Sequence[str], request_id: str) -> None: ...
 
     def start_over(self) -> None: ...
+
+    def rebooting(self) -> None: ...
 
 
 class RequestHandler:
@@ -197,4 +200,6 @@ class RequestHandler:
             self._answer(REBOOT_RESULT, failed(request_id, failure))
         elif host.returns_from_reboot:
             self._agent.start_over()
+        else:
+            self._agent.rebooting()
 

@@ -101,6 +101,7 @@ class HealthMonitor:
         self._nvml_error: NvmlError | None = None
         self._reader: HealthReader | None = None
         self._aside: str | None = None
+        self._rebooting = False
         self._inventory: dict[str, GpuInfo] = {}
         #: Each GPU's name as last seen answering, by NVML index (a lost GPU answers nothing).
         self._names: dict[int, GpuRef] = {}
@@ -133,10 +134,17 @@ class HealthMonitor:
             self._wake.wait(max(0.0, min(next_pass - self._monotonic(), 1.0)))
             self._wake.clear()
 
+    def rebooting(self) -> None:
+        """The host is going down: NVML closed and nothing read until the process ends with it."""
+        with self._nvml_lock:
+            self._rebooting = True
+            self._aside = "the node is rebooting"
+            self._close()
+
     def _step_aside_if_paused(self) -> None:
         """Let go of NVML while the operands are paused for a driver or MIG change (:mod:`.bootstrap`)."""
         aside = standing_aside(self.view.labels())
-        if aside == self._aside:
+        if aside == self._aside or self._rebooting:
             return
         with self._nvml_lock:
             self._aside = aside

@@ -8,6 +8,8 @@ reboots with WITH_REBOOT (`chroot /host reboot`); on a simulated node both are s
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpu_operator.agents.health_monitor import BOOT_ANNOTATION
 from gpu_operator.agents.health_monitor.requests import (
     REBOOT_REQUEST,
@@ -145,3 +147,41 @@ def test_without_its_helper_a_node_answers_that_it_does_not_reset(
     monitor.requests.handle()
     assert _result(server).startswith("r-9:failed:this node's health monitor runs without its host-actions helper")
     assert _result(server, REBOOT_RESULT).startswith("boot-r2:failed:")
+
+
+def test_while_a_real_host_goes_down_nothing_is_read(harness: Harness, server: FakeApiServer,
+                                                     library: SimulatedLibrary) -> None:
+    """A real reboot does not return to the monitor: until the process ends with the host, a driver unloading
+    or GPUs vanishing is no fault."""
+    class RealHost:
+        returns_from_reboot = False
+
+        def reset(self, bus_ids: object, indices: object) -> None:
+            return None
+
+        def reboot(self) -> None:
+            return None
+
+    monitor = harness.monitor()
+    monitor.requests._host = lambda: RealHost()  # type: ignore[attr-defined]
+    monitor.start_over()
+    set_annotation(server, REBOOT_REQUEST, "boot-r3")
+    monitor.view.offer(server.get("nodes", "gpu-node-1"))  # type: ignore[arg-type]
+    monitor.requests.handle()
+    assert _result(server, REBOOT_RESULT) == "boot-r3:rebooting"
+    library.inject("driver-unloaded")
+    monitor.run(until=_after(3))
+    monitor.publisher.sync()
+    assert conditions(server)["GPUDriverFailure"]["status"] == "False"
+
+
+def _after(steps: int) -> Any:
+    """An `until` for `run` that is set after a few loop checks."""
+    class Countdown:
+        left = steps
+
+        def is_set(self) -> bool:
+            self.left -= 1
+            return self.left < 0
+
+    return Countdown()
