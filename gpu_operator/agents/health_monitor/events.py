@@ -65,6 +65,8 @@ class EventRecorder:
         self._events: dict[tuple[str, str, str], _Aggregate] = {}
         self._lock = threading.Lock()
         self._blocked_until = float("-inf")
+        #: Called after each occurrence is recorded (the publisher's wake-up, which writes what is due).
+        self.on_record: Callable[[], None] = lambda: None
 
     def node_uid(self, uid: str | None) -> None:
         self._uid = uid
@@ -82,6 +84,7 @@ class EventRecorder:
                 aggregate = self._events[key] = _Aggregate(event_type, reason, message, first=now)
             aggregate.count += 1
             aggregate.last = now
+        self.on_record()
 
     def _due(self) -> list[_Aggregate]:
         now = self._monotonic()

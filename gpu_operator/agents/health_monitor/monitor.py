@@ -92,6 +92,7 @@ class HealthMonitor:
             client, self._node, self.book, self.view, TokenBucket(settings.condition_qps, settings.condition_burst),
             self.events, heartbeat=settings.heartbeat, batch_seconds=settings.batch_seconds, clock=clock,
             monotonic=monotonic)
+        self.events.on_record = self.publisher.wake
         self.requests = RequestHandler(client, self._node, self.view, self, lambda: self._host(self._nvml),
                                        idle_timeout=settings.reset_idle_timeout, idle_poll=settings.idle_poll)
         self._nvml_lock = threading.RLock()

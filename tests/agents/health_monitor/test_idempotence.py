@@ -121,3 +121,12 @@ def test_an_expired_event_is_created_again(harness: Harness, server: FakeApiServ
     [second] = server.objects("events", "default")
     assert second["metadata"]["name"] != first["metadata"]["name"]
     assert second["count"] == 2
+
+
+def test_an_event_alone_is_written_without_waiting_for_the_heartbeat(
+        harness: Harness, server: FakeApiServer, library: SimulatedLibrary) -> None:
+    """An application XID changes no condition; its Event still goes out at once, not with the next write."""
+    with Running(harness.monitor(heartbeat=3600.0)):
+        library.inject("xid 13 on GPU 0")
+        [event] = wait_until(lambda: _events(server, "XID13"), "the XID 13 Event")
+        assert event["type"] == "Normal"
