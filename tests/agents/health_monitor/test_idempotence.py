@@ -123,10 +123,14 @@ def test_an_expired_event_is_created_again(harness: Harness, server: FakeApiServ
     assert second["count"] == 2
 
 
-def test_an_event_alone_is_written_without_waiting_for_the_heartbeat(
-        harness: Harness, server: FakeApiServer, library: SimulatedLibrary) -> None:
-    """An application XID changes no condition; its Event still goes out at once, not with the next write."""
-    with Running(harness.monitor(heartbeat=3600.0)):
-        library.inject("xid 13 on GPU 0")
-        [event] = wait_until(lambda: _events(server, "XID13"), "the XID 13 Event")
-        assert event["type"] == "Normal"
+
+def test_an_event_alone_wakes_the_publisher(harness: Harness, server: FakeApiServer) -> None:
+    """An application XID changes no condition; recording its Event wakes the publisher, which writes what is due,
+    so the Event does not wait for the next condition write or health pass."""
+    monitor = harness.monitor()
+    woken: list[bool] = []
+    monitor.events.on_record = lambda: woken.append(True)
+    monitor.events.record("Normal", "XID13", "GPU-x: an application fault")
+    assert woken == [True]
+    fresh = harness.monitor()
+    assert fresh.events.on_record == fresh.publisher.wake
