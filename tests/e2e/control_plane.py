@@ -120,6 +120,7 @@ class _Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    argv: tuple[str, ...] = ()
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -137,6 +138,8 @@ class ControlPlane:
     server: str = ""
     admin_token: str = field(default_factory=lambda: secrets.token_hex(16))
     processes: list[_Process] = field(default_factory=list)
+    apiserver_flags: tuple[str, ...] = ()
+    """Extra kube-apiserver flags (e.g. low max-in-flight limits, to be throttled)."""
 
     @property
     def ca_file(self) -> Path:
@@ -173,14 +176,35 @@ class ControlPlane:
     def start(self, name: str, argv: Sequence[str]) -> _Process:
         log = self.workdir / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("wb") as out:
+        with log.open("ab") as out:
             popen = subprocess.Popen(
                 list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
                 start_new_session=True, env={**os.environ, "KUBECONFIG": ""}, preexec_fn=_die_with_parent,
             )
-        process = _Process(name, popen, log)
+        process = _Process(name, popen, log, tuple(argv))
         self.processes.append(process)
         return process
+
+    def process(self, name: str) -> _Process:
+        return next(p for p in self.processes if p.name == name)
+
+    def signal(self, name: str, sig: signal.Signals) -> None:
+        """Send a signal to one program (SIGSTOP freezes it, SIGCONT thaws it)."""
+        os.killpg(self.process(name).popen.pid, sig)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one program, as a crash would end it."""
+        process = self.process(name)
+        self.signal(name, signal.SIGKILL)
+        process.popen.wait(timeout=_STOP_SECONDS)
+
+    def start_again(self, name: str) -> None:
+        """Start a killed program again with its arguments, in the same place of the list."""
+        old = self.process(name)
+        index = self.processes.index(old)
+        self.processes.remove(old)
+        self.start(name, old.argv)
+        self.processes.insert(index, self.processes.pop())
 
     def check_running(self) -> None:
         """Raise when a program of the control plane has exited."""
@@ -258,7 +282,7 @@ def _apiserver(plane: ControlPlane, etcd: str) -> None:
         f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
         "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
         f"--audit-policy-file={policy}", f"--audit-log-path={plane.audit_log}", "--audit-log-format=json",
-        "--enable-priority-and-fairness=false", "--profiling=false", "--v=1",
+        "--enable-priority-and-fairness=false", "--profiling=false", "--v=1", *plane.apiserver_flags,
     ])
 
 
@@ -289,9 +313,9 @@ def _controllers(plane: ControlPlane) -> None:
     ])
 
 
-def start_control_plane(tools: E2eTools, workdir: Path) -> ControlPlane:
+def start_control_plane(tools: E2eTools, workdir: Path, apiserver_flags: Sequence[str] = ()) -> ControlPlane:
     """Start every program and return once the API server is ready; on failure nothing is left running."""
-    plane = ControlPlane(workdir=workdir, tools=tools)
+    plane = ControlPlane(workdir=workdir, tools=tools, apiserver_flags=tuple(apiserver_flags))
     try:
         make_certificates(workdir / "pki")
         etcd = _etcd(plane)
@@ -308,9 +332,10 @@ def start_control_plane(tools: E2eTools, workdir: Path) -> ControlPlane:
 
 
 @contextmanager
-def running_control_plane(tools: E2eTools, workdir: Path) -> Iterator[ControlPlane]:
+def running_control_plane(tools: E2eTools, workdir: Path, apiserver_flags: Sequence[str] = ()
+                          ) -> Iterator[ControlPlane]:
     """A started control plane, always stopped when the block ends."""
-    plane = start_control_plane(tools, workdir)
+    plane = start_control_plane(tools, workdir, apiserver_flags)
     try:
         yield plane
     finally:

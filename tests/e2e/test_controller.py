@@ -9,7 +9,8 @@ label and one GPU pod each. The controller runs as a local process with a token 
    select those labels) - a cluster without our AKS pools gets its operands.
 2. Rollout: the driver version changes (the DaemonSet gets a new template). A watcher samples the nodes all along:
    never more than `maxParallelUpgrades` in progress, never more than `maxUnavailable` cordoned. Injected faults:
-   a node whose validator never runs (its deploy label set to `false` on purpose), a GPU pod a
+   a node whose validator pod never turns Ready (KWOK stage `kwok-stages/validator-never-ready.yaml`; a node
+   with no validator pod at all would wait untimed, as NVIDIA's validation manager waits), a GPU pod a
    PodDisruptionBudget protects, and a node deleted mid-upgrade. Those two nodes end `upgrade-failed` with a
    reason, the deleted one is gone, every other node is `upgrade-done` on the new driver and schedulable. One
    node's GPU pod holds its GPU through a DRA ResourceClaim (allocated by `gpu.nvidia.com`) instead of
@@ -24,13 +25,10 @@ label and one GPU pod each. The controller runs as a local process with a token 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,88 +39,43 @@ from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
-from gpu_operator.config import parse_config
-from gpu_operator.render import render
-from tests.e2e.agents import AGENT, service_account_token
 from tests.e2e.apply import KindTable, server_side_apply
-from tests.e2e.control_plane import (
-    KWOK_ANNOTATION,
-    ControlPlane,
-    free_port,
-    running_control_plane,
-    stop_process_group,
+from tests.e2e.control_plane import ControlPlane, running_control_plane, stop_process_group
+from tests.e2e.controller_fleet import (
+    DELETED_NODE,
+    DRA_NODE,
+    IN_PROGRESS,
+    MAX_PARALLEL,
+    MAX_UNAVAILABLE,
+    NAMESPACE,
+    NO_VALIDATION,
+    NODES,
+    PDB_NODE,
+    SCALE,
+    STATE,
+    Watcher,
+    controller_objects,
+    gpu_node,
+    gpu_pod,
+    histogram,
+    log_tail,
+    node_map,
+    pods_of,
+    start_controller,
 )
-from tests.e2e.nodes import FLEET_CONFIG
 from tests.e2e.rbac import audited_requests, forbidden, granted_rules, unused_grants
 from tests.e2e.report import note
 from tests.e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-NAMESPACE = "gpu-operator"
-#: 100 nodes in `make e2e`; CONTROLLER_E2E_NODES=1000 CONTROLLER_E2E_PARALLEL=50 measures the large rollout
-NODES = int(os.environ.get("CONTROLLER_E2E_NODES", "100"))
-SCALE = max(1.0, NODES / 100)  # the waits grow with the fleet
-MAX_PARALLEL, MAX_UNAVAILABLE = int(os.environ.get("CONTROLLER_E2E_PARALLEL", "20")), "25%"
-STATE = "nvidia.com/gpu-driver-upgrade-state"
-NO_VALIDATION, PDB_NODE, DELETED_NODE, DRA_NODE = "gpu-007", "gpu-013", "gpu-042", "gpu-021"
-IN_PROGRESS = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
-               "pod-restart-required", "validation-required", "uncordon-required"}
-_KEPT = {"RuntimeClass", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Namespace"}
 Object = dict[str, Any]
-
-
-def _document(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> Object:
-    document = yaml.safe_load(FLEET_CONFIG.read_text())
-    document["namespace"] = NAMESPACE
-    document["operator"].setdefault("driver", {})["version"] = version
-    document["operator"]["driver"]["upgradePolicy"] = {
-        "maxParallelUpgrades": parallel, "maxUnavailable": unavailable,
-        "podDeletion": {"timeoutSeconds": 5, "force": True}}  # the test's GPU pods are bare pods
-    document["controller"] = {"validationTimeoutSeconds": 15, "resyncSeconds": 60}
-    return document
-
-
-def _objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> list[Object]:
-    """The controller's objects and the driver and validator DaemonSets, as the render gives them."""
-    chosen = []
-    for obj in render(parse_config(_document(version, parallel, unavailable))):
-        name, kind = obj["metadata"]["name"], obj["kind"]
-        if (kind in _KEPT and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount", "RuntimeClass"))) or name in (
-                "nvidia-driver-daemonset", "nvidia-operator-validator"):
-            chosen.append(obj)
-    return chosen
 
 
 @pytest.fixture(scope="module")
 def plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     with running_control_plane(e2e_tools, tmp_path_factory.mktemp("controller-plane")) as plane:
         yield plane
-
-
-def _node(index: int) -> Object:
-    name = f"gpu-{index:03d}"
-    resources = {"cpu": "96", "memory": "1800Gi", "pods": "110", "nvidia.com/gpu": "8"}
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok",
-              "feature.node.kubernetes.io/pci-10de.present": "true"}
-    if name == NO_VALIDATION:
-        labels["nvidia.com/gpu.deploy.operator-validator"] = "false"  # kept by the labeller: no validator here
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1]}},
-            "status": {"capacity": resources, "allocatable": resources}}
-
-
-def _gpu_pod(node: str) -> Object:
-    if node == DRA_NODE:  # its GPU comes from a ResourceClaim of NVIDIA's DRA driver, not from nvidia.com/gpu
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"train-{node}", "namespace": "default", "labels": {"app": f"train-{node}"}},
-                "spec": {"nodeName": node, "resourceClaims": [{"name": "gpu", "resourceClaimName": f"gpu-{node}"}],
-                         "containers": [{"name": "train", "image": "example.com/train:1",
-                                         "resources": {"claims": [{"name": "gpu"}]}}]}}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"train-{node}", "namespace": "default", "labels": {"app": f"train-{node}"}},
-            "spec": {"nodeName": node, "containers": [{"name": "train", "image": "example.com/train:1",
-                                                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
 
 
 def _allocated_claim(client: Client, node: str) -> None:
@@ -141,60 +94,27 @@ def _allocated_claim(client: Client, node: str) -> None:
 def cluster(plane: ControlPlane) -> Client:
     admin = plane.client()
     table = KindTable()
-    objects = _objects("595.91.07")
-    nodes = [_node(i) for i in range(NODES)]
+    objects = controller_objects("595.91.07")
+    nodes = [gpu_node(i) for i in range(NODES)]
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "protect-training", "namespace": "default"},
            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": f"train-{PDB_NODE}"}}}}
     failures = server_side_apply(admin, [*objects, *nodes, pdb], table, dry_run=False, field_manager="e2e-controller")
     assert not failures, "\n".join(map(str, failures))
     _allocated_claim(admin, DRA_NODE)
-    failures = server_side_apply(admin, [_gpu_pod(n["metadata"]["name"]) for n in nodes], table, dry_run=False,
+    failures = server_side_apply(admin, [gpu_pod(n["metadata"]["name"]) for n in nodes], table, dry_run=False,
                                  field_manager="e2e-controller")
     assert not failures, "\n".join(map(str, failures))
     return admin
 
 
-def _start_controller(plane: ControlPlane, cluster: Client, workdir: Path) -> Any:
-    """The controller as a local process with a token of its rendered ServiceAccount."""
-    settings = cluster.get(ConfigMap, "gpu-operator-controller", namespace=NAMESPACE).data["controller.json"]
-    (workdir / "controller.json").write_text(settings)
-    token = service_account_token(cluster, NAMESPACE, "gpu-operator")
-    kubeconfig = plane.write_kubeconfig(workdir / "kubeconfig", token)
-    metrics_port = free_port()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
-           "KUBECONFIG": str(kubeconfig), "OPERATOR_NAMESPACE": NAMESPACE,
-           "GPU_OPERATOR_CONTROLLER_CONFIG": str(workdir / "controller.json")}
-    log = (workdir / "controller.log").open("w")
-    process = subprocess.Popen(
-        [str(AGENT), "operator", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-         f"--health-probe-bind-address=127.0.0.1:{free_port()}"],
-        env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    process.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
-    process.log_path = workdir / "controller.log"  # type: ignore[attr-defined]
-    return process
-
-
 @pytest.fixture(scope="module")
 def controller(plane: ControlPlane, cluster: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    process = _start_controller(plane, cluster, tmp_path_factory.mktemp("controller"))
+    process = start_controller(plane, cluster, tmp_path_factory.mktemp("controller"))
     try:
         yield process
     finally:
         stop_process_group(process)
-
-
-def _nodes(client: Client) -> dict[str, Any]:
-    return {node.metadata.name: node for node in client.list(Node)}
-
-
-def _pods(client: Client, app: str) -> list[Any]:
-    return list(client.list(Pod, namespace=NAMESPACE, labels={"app": app}))
-
-
-def _log_tail(controller: Any) -> str:
-    return "\n".join(Path(controller.log_path).read_text().splitlines()[-40:])
 
 
 def _wait_for_rollout(plane: ControlPlane) -> dict[str, Any]:
@@ -206,47 +126,26 @@ def _wait_for_rollout(plane: ControlPlane) -> dict[str, Any]:
 def test_nodes_with_only_nfds_label_get_the_deploy_labels_then_the_operands(plane: ControlPlane, cluster: Client,
                                                                              controller: Any) -> None:
     def labelled() -> bool:
-        assert controller.poll() is None, _log_tail(controller)
-        nodes = _nodes(cluster)
+        assert controller.poll() is None, log_tail(controller)
+        nodes = node_map(cluster)
         return len(nodes) == NODES and all(
             (n.metadata.labels or {}).get("nvidia.com/gpu.deploy.driver") == "true" for n in nodes.values())
 
     started = time.monotonic()
     wait_until(labelled, timeout=90 * SCALE, what=f"the controller to label {NODES} nodes")
     labelled_after = time.monotonic() - started
-    wait_until(lambda: len([p for p in _pods(cluster, "nvidia-driver-daemonset") if p.status.phase == "Running"])
+    wait_until(lambda: len([p for p in pods_of(cluster, "nvidia-driver-daemonset") if p.status.phase == "Running"])
                == NODES, timeout=180 * SCALE, what="a driver pod Running on every node")
-    wait_until(lambda: all((n.metadata.labels or {}).get(STATE) == "upgrade-done" for n in _nodes(cluster).values()),
+    wait_until(lambda: all((n.metadata.labels or {}).get(STATE) == "upgrade-done" for n in node_map(cluster).values()),
                timeout=120 * SCALE, what="every node to start upgrade-done")
-    node = _nodes(cluster)["gpu-000"]
+    node = node_map(cluster)["gpu-000"]
     labels = node.metadata.labels
     assert labels["nvidia.com/gpu.present"] == "true" and labels["nvidia.com/gpu.deploy.client"] == "true"
     assert node.metadata.annotations["nvidia.com/gpu-driver-upgrade-enabled"] == "true"
-    assert _nodes(cluster)[NO_VALIDATION].metadata.labels["nvidia.com/gpu.deploy.operator-validator"] == "false"
     note(f"controller: {NODES} nodes with only NFD's PCI label labelled in {labelled_after:.1f} s; driver pods followed")
     # what `pulumi up` runs with controller.waitForDriverRollout: the fleet is on the DaemonSet's newest template
     assert _wait_for_rollout(plane)["upgradedNodes"] == NODES
-    assert controller.poll() is None, _log_tail(controller)
-
-
-class _Watcher(threading.Thread):
-    """Samples the nodes while the rollout runs, recording the worst in-progress and cordoned counts."""
-
-    def __init__(self, client: Client) -> None:
-        super().__init__(daemon=True)
-        self.client, self.stop = client, threading.Event()
-        self.max_in_progress = self.max_cordoned = self.samples = 0
-
-    def run(self) -> None:
-        while not self.stop.wait(0.2):
-            try:
-                nodes = _nodes(self.client).values()
-            except Exception:  # the control plane is stopping
-                return
-            states = [(n.metadata.labels or {}).get(STATE, "") for n in nodes]
-            self.max_in_progress = max(self.max_in_progress, sum(s in IN_PROGRESS for s in states))
-            self.max_cordoned = max(self.max_cordoned, sum(bool(n.spec.unschedulable) for n in nodes))
-            self.samples += 1
+    assert controller.poll() is None, log_tail(controller)
 
 
 def _requests(plane: ControlPlane) -> list[Any]:
@@ -256,42 +155,42 @@ def _requests(plane: ControlPlane) -> list[Any]:
 def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane, cluster: Client,
                                                              controller: Any) -> None:
     writes_before = len([r for r in _requests(plane) if r.verb in ("patch", "create", "delete", "update")])
-    watcher = _Watcher(cluster)
+    watcher = Watcher(cluster)
     watcher.start()
     started = time.monotonic()
-    new = [o for o in _objects("595.100.01") if o["kind"] == "DaemonSet"
+    new = [o for o in controller_objects("595.100.01") if o["kind"] == "DaemonSet"
            and o["metadata"]["name"] == "nvidia-driver-daemonset"]
     assert not server_side_apply(cluster, new, KindTable(), dry_run=False, field_manager="e2e-controller")
 
     def deleted_mid_upgrade() -> bool:
-        state = (_nodes(cluster)[DELETED_NODE].metadata.labels or {}).get(STATE, "")
+        state = (node_map(cluster)[DELETED_NODE].metadata.labels or {}).get(STATE, "")
         if state in IN_PROGRESS:
             cluster.delete(Node, DELETED_NODE)
             return True
         return False
 
     def finished() -> bool:
-        states = [(n.metadata.labels or {}).get(STATE) for n in _nodes(cluster).values()]
+        states = [(n.metadata.labels or {}).get(STATE) for n in node_map(cluster).values()]
         return all(s in ("upgrade-done", "upgrade-failed") for s in states)
 
     try:
         wait_until(deleted_mid_upgrade, timeout=180 * SCALE, what=f"{DELETED_NODE} to start its upgrade", interval=0.2)
         wait_until(finished, timeout=300 * SCALE, what="every node upgrade-done or upgrade-failed", interval=1.0)
     except TimeoutError as error:
-        pytest.fail(f"{error}\n{_histogram(cluster)}\n{_log_tail(controller)}", pytrace=False)
+        pytest.fail(f"{error}\n{histogram(cluster)}\n{log_tail(controller)}", pytrace=False)
     finally:
         watcher.stop.set()
         watcher.join(timeout=10)
     elapsed = time.monotonic() - started
-    nodes = _nodes(cluster)
+    nodes = node_map(cluster)
     failed = {name for name, n in nodes.items() if n.metadata.labels.get(STATE) == "upgrade-failed"}
     assert DELETED_NODE not in nodes
-    assert failed == {NO_VALIDATION, PDB_NODE}, _histogram(cluster)
+    assert failed == {NO_VALIDATION, PDB_NODE}, histogram(cluster)
     reasons = {name: nodes[name].metadata.annotations["nvidia.com/gpu-driver-upgrade-failure-reason"]
                for name in failed}
     assert "PodDisruptionBudget" in reasons[PDB_NODE] and "validator" in reasons[NO_VALIDATION]
     revision = {p.spec.nodeName: p.metadata.labels["controller-revision-hash"]
-                for p in _pods(cluster, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None}
+                for p in pods_of(cluster, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None}
     done = sorted(name for name in nodes if name not in failed)
     assert len({revision[name] for name in done}) == 1 and revision[done[0]] != revision[PDB_NODE]
     assert not any(nodes[name].spec.unschedulable for name in done)
@@ -305,7 +204,7 @@ def test_a_driver_version_change_rolls_out_within_the_limits(plane: ControlPlane
          f"{MAX_UNAVAILABLE}) in {elapsed:.1f} s, {writes / NODES:.1f} writes per node; at most "
          f"{watcher.max_in_progress} in progress and {watcher.max_cordoned} cordoned over {watcher.samples} samples; "
          f"failed as injected: {sorted(failed)}; {DELETED_NODE} deleted mid-upgrade")
-    assert controller.poll() is None, _log_tail(controller)
+    assert controller.poll() is None, log_tail(controller)
 
 
 def test_status_metrics_and_rbac(plane: ControlPlane, cluster: Client, controller: Any) -> None:
@@ -320,25 +219,11 @@ def test_status_metrics_and_rbac(plane: ControlPlane, cluster: Client, controlle
     requests = _requests(plane)
     assert requests and not forbidden(requests), forbidden(requests)[:5]
     # the watches are still open: the API server audits a request when it completes
-    unused = [grant for grant in unused_grants(granted_rules(_objects("595.91.07"), NAMESPACE, "gpu-operator"),
+    unused = [grant for grant in unused_grants(granted_rules(controller_objects("595.91.07"), NAMESPACE, "gpu-operator"),
                                                requests) if not grant.startswith("watch ")]
     assert unused == [], f"the rendered RBAC grants what the controller never asked for: {unused}"
     note(f"controller RBAC: {len(requests)} requests, none refused, every grant used (watches still open)")
-    assert controller.poll() is None, _log_tail(controller)
-
-
-def _histogram(client: Client) -> str:
-    """Where the nodes are: (state, cordoned, driver pod revision, validator ready) -> nodes."""
-    drivers = {p.spec.nodeName: (p.metadata.labels or {}).get("controller-revision-hash", "")
-               + ("(terminating)" if p.metadata.deletionTimestamp else "") for p in _pods(client, "nvidia-driver-daemonset")}
-    validators = {p.spec.nodeName: any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or ())
-                  for p in _pods(client, "nvidia-operator-validator")}
-    rows: dict[tuple[Any, ...], list[str]] = {}
-    for name, node in sorted(_nodes(client).items()):
-        key = ((node.metadata.labels or {}).get(STATE), bool(node.spec.unschedulable), drivers.get(name),
-               validators.get(name))
-        rows.setdefault(key, []).append(name)
-    return "\n".join(f"{key}: {len(names)} {names[:4]}" for key, names in rows.items())
+    assert controller.poll() is None, log_tail(controller)
 
 
 def _status(client: Client) -> dict[str, str]:
@@ -362,14 +247,14 @@ def slow_plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def _slow_node(name: str) -> Object:
-    node = _node(0)
+    node = gpu_node(0)
     node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = name
     return node
 
 
 def _slow_driver_template(version: str) -> list[Object]:
     """The new driver DaemonSet, its pods labelled for the slow-driver KWOK stages."""
-    [driver] = [o for o in _objects(version, parallel=1, unavailable="100%") if o["kind"] == "DaemonSet"
+    [driver] = [o for o in controller_objects(version, parallel=1, unavailable="100%") if o["kind"] == "DaemonSet"
                 and o["metadata"]["name"] == "nvidia-driver-daemonset"]
     driver["spec"]["template"]["metadata"].setdefault("labels", {})[SLOW_LABEL[0]] = SLOW_LABEL[1]
     return [driver]
@@ -389,8 +274,8 @@ class _ReadinessWatcher(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(0.2):
             try:
-                nodes = _nodes(self.client)
-                pods = [p for p in _pods(self.client, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None]
+                nodes = node_map(self.client)
+                pods = [p for p in pods_of(self.client, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None]
             except Exception:  # the control plane is stopping
                 return
             drivers = {p.spec.nodeName: p for p in pods}
@@ -418,31 +303,31 @@ class _ReadinessWatcher(threading.Thread):
 def test_slow_drivers_are_validated_only_when_ready_and_a_failed_node_holds_the_rollout(
         slow_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> None:
     admin = slow_plane.client()
-    objects = _objects("595.91.07", parallel=1, unavailable="100%")
+    objects = controller_objects("595.91.07", parallel=1, unavailable="100%")
     failures = server_side_apply(admin, [*objects, *map(_slow_node, SLOW_NODES)], KindTable(), dry_run=False,
                                  field_manager="e2e-controller")
     assert not failures, "\n".join(map(str, failures))
-    process = _start_controller(slow_plane, admin, tmp_path_factory.mktemp("slow-controller"))
+    process = start_controller(slow_plane, admin, tmp_path_factory.mktemp("slow-controller"))
     watcher = None
     try:
-        wait_until(lambda: sorted((n.metadata.labels or {}).get(STATE, "") for n in _nodes(admin).values())
+        wait_until(lambda: sorted((n.metadata.labels or {}).get(STATE, "") for n in node_map(admin).values())
                    == ["upgrade-done"] * len(SLOW_NODES), timeout=120, what="every node upgrade-done on the old driver")
         old = {p.spec.nodeName: p.metadata.labels["controller-revision-hash"]
-               for p in _pods(admin, "nvidia-driver-daemonset")}
+               for p in pods_of(admin, "nvidia-driver-daemonset")}
         watcher = _ReadinessWatcher(admin, old)
         watcher.start()
         assert not server_side_apply(admin, _slow_driver_template("595.100.01"), KindTable(), dry_run=False,
                                      field_manager="e2e-controller")
 
         def state(name: str) -> str:
-            return (_nodes(admin)[name].metadata.labels or {}).get(STATE, "")
+            return (node_map(admin)[name].metadata.labels or {}).get(STATE, "")
 
         wait_until(lambda: state("slow-a") == "upgrade-done" and "pod-restart-required" in watcher.states.get("slow-a", []),
                    timeout=120, what="slow-a upgraded on its slow driver")
         wait_until(lambda: state("slow-crash") == "upgrade-failed", timeout=120,
                    what="slow-crash failed on its crash-looping driver")
         time.sleep(15)  # the crashing pod keeps changing: rounds go on, and must admit no one
-        nodes = _nodes(admin)
+        nodes = node_map(admin)
         reason = nodes["slow-crash"].metadata.annotations["nvidia.com/gpu-driver-upgrade-failure-reason"]
         assert "restarted more than 10 times" in reason
         for held in ("slow-x", "slow-y"):
@@ -451,9 +336,9 @@ def test_slow_drivers_are_validated_only_when_ready_and_a_failed_node_holds_the_
         assert watcher.violations == [], watcher.violations[:5]
         note(f"controller slow drivers: slow-a validated only once Ready ({watcher.states['slow-a']}); slow-crash "
              f"failed ({reason}); slow-x and slow-y held at upgrade-required at maxParallelUpgrades 1")
-        assert process.poll() is None, _log_tail(process)
+        assert process.poll() is None, log_tail(process)
     except (AssertionError, TimeoutError) as error:
-        pytest.fail(f"{error}\n{_histogram(admin)}\n{_log_tail(process)}", pytrace=False)
+        pytest.fail(f"{error}\n{histogram(admin)}\n{log_tail(process)}", pytrace=False)
     finally:
         if watcher is not None:
             watcher.stop.set()

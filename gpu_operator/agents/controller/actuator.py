@@ -34,7 +34,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
-from gpu_operator.agents.controller.cluster_state import NodePods
+from gpu_operator.agents.controller.cluster_state import NodePods, gpu_claim_holders
 from gpu_operator.agents.controller.reconcile import NodePatch, PodAction
 from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
@@ -107,6 +107,23 @@ class Actuator:
             if allocated_to_nvidia_gpu(claim, include_admin_access=False):
                 return True
         return False
+
+    def gpu_claim_nodes(self, node: str) -> frozenset[str]:
+        """{node} when a pod on it holds a ResourceClaim of NVIDIA's GPU DRA driver (gpu-operator's
+        nodeHasDRAClaimPods rules, :func:`.cluster_state.gpu_claim_holders`), else nothing; a claim that cannot be
+        read counts as one."""
+        pods = _call(lambda: list(self._client.list(Pod, namespace="*", fields={"spec.nodeName": node})))
+        claims: dict[tuple[str, str], Any] = {}
+        for pod in pods:
+            namespace = pod.metadata.namespace or ""
+            for name in claim_names(pod):
+                try:
+                    claims[(namespace, name)] = _call(
+                        lambda name=name: self._client.get(ResourceClaim, name, namespace=namespace))
+                except KubeError as error:
+                    _LOG.warning("cannot read ResourceClaim %s/%s (%s): counting it as a GPU claim", namespace,
+                                 name, error)
+        return gpu_claim_holders(pods, claims)
 
     def count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
         return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain) for node in nodes}

@@ -99,6 +99,9 @@ class ClusterState:
     """Nodes whose evictions a PodDisruptionBudget refused, and since when."""
     eviction_refusals: Mapping[str, str] = field(default_factory=dict)
     """Nodes with a pod that may not be evicted at all (emptyDir data, no controller), and why."""
+    eviction_waiting_for: Mapping[str, str] = field(default_factory=dict)
+    """What each node's pod step still waits for (a refusal, pods terminating): the reason it fails with when its
+    timeout passes."""
     gpu_claim_nodes: frozenset[str] = frozenset()
     """Of the nodes `reconcile.nodes_needing_claims` names, those where a pod still holds a ResourceClaim of
     NVIDIA's GPU DRA driver (:func:`gpu_claim_holders`): their `gpu.deploy.dra-driver` label stays for now."""

@@ -90,8 +90,10 @@ def _settings(args: argparse.Namespace) -> ControllerSettings:
     return parse_settings(text, args.namespace)
 
 
-#: How long SIGTERM waits for the action under way before the Lease is released (a standby then takes over).
-SHUTDOWN_SECONDS = 3.0
+#: How long SIGTERM waits for the action under way before the Lease is released (a standby then takes over);
+#: with the Lease call's own timeout, the process is gone within 5 s.
+SHUTDOWN_SECONDS = 1.5
+LEASE_CALL_SECONDS = 3.0
 
 
 def _identity() -> str:
@@ -122,7 +124,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         config = KubeConfig.from_env().get()
         agent = f"gpu-operator-controller ({identity})"
-        lease_client = connect(config, retry=RetryPolicy(deadline=2.0), timeout=4.0, interrupt=stop,
+        lease_client = connect(config, retry=RetryPolicy(deadline=2.0), timeout=LEASE_CALL_SECONDS, interrupt=stop,
                                field_manager="gpu-operator", user_agent=agent)
         elector = None
         if args.leader_elect == "true":

@@ -40,7 +40,13 @@ from gpu_operator.agents.controller.cluster_state import (
 )
 from gpu_operator.agents.controller.informer import Informer, warm_decoders
 from gpu_operator.agents.controller.metrics import OPERATOR_ERROR, ControllerMetrics
-from gpu_operator.agents.controller.reconcile import Plan, UpgradeEvent, nodes_needing_pods, reconcile
+from gpu_operator.agents.controller.reconcile import (
+    Plan,
+    UpgradeEvent,
+    nodes_needing_claims,
+    nodes_needing_pods,
+    reconcile,
+)
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
 from gpu_operator.agents.kube.errors import KubeError, NotFound, NotLeader, kube_error
@@ -129,8 +135,24 @@ class ControllerLoop:
         state = ClusterState(nodes=nodes, pods=tuple(map(pod_facts, self._pods.items())), daemonsets=daemonsets)
         needing = nodes_needing_pods(state)
         self.actuator.forget(needing)
-        return ClusterState(nodes, state.pods, daemonsets, self._count_pods(needing),
-                            dict(self.actuator.blocked_since), dict(self.actuator.refusals))
+        return ClusterState(
+            nodes, state.pods, daemonsets, self._count_pods(needing),
+            eviction_blocked_since=dict(self.actuator.blocked_since), eviction_refusals=dict(self.actuator.refusals),
+            eviction_waiting_for=dict(self.actuator.waiting_for),
+            gpu_claim_nodes=self._claim_nodes(nodes_needing_claims(state, self._settings)))
+
+    def _claim_nodes(self, nodes: Iterable[str]) -> frozenset[str]:
+        """Of `nodes`, those where a pod holds a GPU claim of NVIDIA's DRA driver; a node whose pods cannot be
+        read counts as holding one (its DRA plugin label stays until the next round can tell)."""
+        holding: set[str] = set()
+        for node in nodes:
+            try:
+                holding |= self.actuator.gpu_claim_nodes(node)
+            except API_ERRORS as error:
+                holding.add(node)
+                _LOG.warning("could not read the GPU claims on node %s (%s): keeping its DRA plugin label for now",
+                             node, _failure(error))
+        return frozenset(holding)
 
     def _act(self, kind: str, node: str, action: Callable[[], object]) -> bool:
         """One write; False when it failed (logged and counted). NotLeader ends the round."""

@@ -140,9 +140,11 @@ def _driver_sets(state: ClusterState, settings: ControllerSettings) -> frozenset
 
 
 def unscheduled_driver_daemonsets(state: ClusterState, settings: ControllerSettings) -> tuple[str, ...]:
-    """The driver DaemonSets whose pods are fewer or more than `desiredNumberScheduled` (BuildState: "driver
-    DaemonSet should not have Unscheduled pods"): a pod is being created or deleted, so no upgrade step now."""
-    owned = Counter(pod.owner for pod in state.pods if pod.app == settings.driver_app and pod.owner)
+    """The driver DaemonSets whose scheduled pods are fewer or more than `desiredNumberScheduled` (BuildState:
+    "driver DaemonSet should not have Unscheduled pods"): a pod is being created, bound or deleted, so no upgrade
+    step now. A pod not yet bound to its node counts as unscheduled: its node sits the round out, and admitting
+    another node meanwhile could exceed maxParallelUpgrades, since the node in the gap is counted nowhere."""
+    owned = Counter(pod.owner for pod in state.pods if pod.app == settings.driver_app and pod.owner and pod.node)
     return tuple(sorted(name for name in _driver_sets(state, settings)
                         if state.daemonsets[name].desired != owned[name]))
 
@@ -179,8 +181,8 @@ def _outdated(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts]) -> tuple[
 
 def _blocked(state: ClusterState, name: str, step: State | None, settings: ControllerSettings,
              now: float) -> tuple[bool, str]:
-    """(the node's evictions are blocked for good, why): a refused pod at once, a PodDisruptionBudget past the
-    timeout of the step."""
+    """(the node's evictions are blocked for good, why): a refused pod at once; past the step's timeout, counted
+    from its first eviction (kubectl drain.Helper's global timeout), whatever it still waits for."""
     if step not in (State.POD_DELETION, State.DRAIN):
         return False, ""
     if name in state.eviction_refusals:
@@ -188,7 +190,10 @@ def _blocked(state: ClusterState, name: str, step: State | None, settings: Contr
     since = state.eviction_blocked_since.get(name)
     limit = (settings.pod_deletion if step is State.POD_DELETION else settings.drain).timeout
     # timeoutSeconds 0 waits forever, as kubectl's drain helper (and so NVIDIA's pod and drain managers) does
-    return since is not None and limit > 0 and now - since >= limit, ""
+    expired = since is not None and limit > 0 and now - since >= limit
+    waited = state.eviction_waiting_for.get(name, "")
+    return expired, (f"{waited} after {limit:g}s (upgradePolicy.{'podDeletion' if step is State.POD_DELETION else 'drain'}"
+                     ".timeoutSeconds)" if expired and waited else "")
 
 
 def _driver_facts(driver: PodFacts | None, daemonsets: Mapping[str, DaemonSetFacts]) -> dict[str, bool]:

@@ -165,6 +165,7 @@ def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     from gpu_operator.agents.controller.settings import ControllerSettings
     from gpu_operator.labels import LabellingPolicy
     from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
+    from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION
 
     client = FakeClient([_pod("train")], refuse={"train"})
     now = [1000.0]
@@ -178,15 +179,18 @@ def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     for _ in range(40):  # one round every 10 s, as the requeue of a pod step does
         actuator.forget(["gpu-0"])
         state = ClusterState(nodes, driver, {}, actuator.count_pods(["gpu-0"]), dict(actuator.blocked_since),
-                             dict(actuator.refusals))
+                             dict(actuator.refusals), eviction_waiting_for=dict(actuator.waiting_for))
         plan = reconcile(state, settings, now[0])
         for action in plan.pod_actions:
             actuator.run_pod_action(action)
         states += [(now[0], p.labels.get(STATE_LABEL)) for p in plan.patches if p.labels.get(STATE_LABEL)]
+        reasons = [p.annotations.get(FAILURE_ANNOTATION) for p in plan.patches if p.annotations.get(FAILURE_ANNOTATION)]
         if states:
             break
         now[0] += 10.0
     assert states == [(1300.0, "upgrade-failed")]
+    assert reasons == ["a PodDisruptionBudget refused the eviction of ml/train after 300s "
+                       "(upgradePolicy.podDeletion.timeoutSeconds)"]
 
 
 def test_the_uncordon_is_a_merge_patch_on_the_wire() -> None:

@@ -125,3 +125,26 @@ def test_the_start_waits_for_an_api_server_that_refuses_lists(server: FakeApiSer
     loop, _ = _loop(server)
     assert len(server.requests_to("GET", "/api/v1/nodes$")) >= 7
     loop.close()
+
+
+def test_a_node_at_a_pod_step_is_planned_from_what_the_actuator_remembers(server: FakeApiServer) -> None:
+    """The state the loop builds carries the actuator's memory under the right names (a node at pod deletion
+    with a GPU pod: the eviction's clock and what it waits for reach the planner)."""
+    server.update("nodes", "gpu-0", None, lambda node: node["metadata"]["labels"].update(
+        {"nvidia.com/gpu-driver-upgrade-state": "pod-deletion-required"}))
+    server.add({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "driver-gpu-0", "namespace": NS, "labels": {"app": "nvidia-driver-daemonset"}},
+        "spec": {"nodeName": "gpu-0", "containers": [{"name": "driver", "image": "driver"}]}})
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": True}]
+    server.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "default",
+                                                                 "ownerReferences": owner},
+                "spec": {"nodeName": "gpu-0", "containers": [{"name": "c", "image": "c", "resources": {
+                    "limits": {"nvidia.com/gpu": "1"}}}]}})
+    loop, metrics = _loop(server)
+    loop.round()
+    state = loop.state()
+    assert set(state.eviction_blocked_since) == {"gpu-0"} and isinstance(state.eviction_waiting_for, dict)
+    assert state.eviction_waiting_for["gpu-0"] == "default/train still terminating"
+    assert server.get("pods", "train", "default")["metadata"]["deletionTimestamp"]
+    assert state.gpu_claim_nodes == frozenset()
+    loop.close()

@@ -359,6 +359,22 @@ def test_a_node_whose_driver_pod_waits_for_the_scheduler_sits_the_round_out() ->
     assert observe(state, SETTINGS, 0) == [] and reconcile(state, SETTINGS, 0).patches == ()
 
 
+def test_a_driver_pod_waiting_for_the_scheduler_pauses_admissions() -> None:
+    """Found by the controller chaos e2e (6 nodes in progress at maxParallelUpgrades 5): the node whose new driver
+    pod is not bound yet sits the round out and is counted nowhere, so admitting another node then would exceed
+    the limit. BuildState's "Unscheduled pods" rule, read with an unbound pod as unscheduled, pauses the round."""
+    unbound = PodFacts("driver-a", "", DRIVER_DS, DRIVER_DS, NEW, "d", target_node="gpu-0")
+    waiting = PodFacts("driver-b", "gpu-1", DRIVER_DS, DRIVER_DS, OLD, "d", running_ready=True)
+    nodes = {"gpu-0": NodeFacts("gpu-0", {**LABELLED, STATE_LABEL: "pod-restart-required"},
+                                {UPGRADE_ENABLED_ANNOTATION: "true"}, True),
+             "gpu-1": NodeFacts("gpu-1", {**LABELLED, STATE_LABEL: "upgrade-required"},
+                                {UPGRADE_ENABLED_ANNOTATION: "true"}, False)}
+    daemonsets = {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d", desired=2, app=DRIVER_DS)}
+    plan = reconcile(ClusterState(nodes, (unbound, waiting), daemonsets), SETTINGS, 0)
+    assert plan.paused_by == (DRIVER_DS,)
+    assert not [p for p in plan.patches if p.labels.get(STATE_LABEL)]  # gpu-1 is not admitted
+
+
 def test_a_driver_pod_of_another_daemonset_is_not_the_upgrades() -> None:
     """Item 7. common_manager.go GetPodsOwnedbyDs: a pod owned by a DaemonSet that is not a driver's (found by
     the driver label) is not in BuildState's nodes; a pod with no owner at all is (GetOrphanedPods)."""

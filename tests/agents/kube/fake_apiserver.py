@@ -647,6 +647,15 @@ class FakeApiServer:
                 )
             return self._store_change(target, patched)
 
+    def handle_eviction(self, target: _Target) -> Object:
+        """The Eviction API without disruption budgets: the pod starts its graceful deletion (a deletion
+        timestamp; `remove` or a kubelet simulation ends it)."""
+        with self._changed:
+            current = self._existing(_Target(target.resource, target.namespace, target.name, None))
+            current["metadata"].setdefault("deletionTimestamp", _now())
+            self._stamp(current, "MODIFIED", target.resource)
+            return _status(201, "", "evicted") | {"status": "Success"}
+
     def handle_delete(self, target: _Target) -> Object:
         with self._changed:
             current = self._existing(target)
@@ -764,6 +773,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, self.api.handle_get(target, query)
         if method == "POST" and target.name is None:
             return 201, self.api.handle_create(target, body or {})
+        if method == "POST" and target.subresource == "eviction":
+            return 201, self.api.handle_eviction(target)
         if method == "PUT" and target.name is not None:
             return 200, self.api.handle_replace(target, body or {})
         if method == "PATCH" and target.name is not None:
