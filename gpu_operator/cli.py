@@ -325,7 +325,13 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _import_values(args: argparse.Namespace, out: TextIO) -> int:
-    from gpu_operator.config.importers import ignored_clusterpolicy_values, ignored_helm_values, load_import
+    from gpu_operator.config.importers import (
+        ignored_clusterpolicy_values,
+        ignored_helm_values,
+        ignored_network_values,
+        load_import,
+    )
+    from gpu_operator.config.importers.network import is_network_values
     from gpu_operator.config.importers.loader import is_manifest
     from gpu_operator.config.loader import yaml_kind
     from gpu_operator.config.yaml_reader import STDIN, read_yaml_documents
@@ -344,7 +350,8 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
     document = load_import(args.values, namespace=args.namespace)
     out.write(dump_yaml(document))
     if len(documents) == 1 and not is_manifest(documents[0]):
-        for key, reason in ignored_helm_values(documents[0]).items():
+        ignored = ignored_network_values if is_network_values(documents[0]) else ignored_helm_values
+        for key, reason in ignored(documents[0]).items():
             _note(f"{key} not imported: {reason}")
     for manifest in (d for d in documents if is_manifest(d) and d.get("kind") == "ClusterPolicy"):
         for key, reason in ignored_clusterpolicy_values(manifest).items():

@@ -5,7 +5,8 @@
 * :func:`load_import` — a YAML file holding either, told apart by the manifest's `apiVersion`/`kind`;
 * :func:`import_network_manifests`, :func:`import_network_values` — NicClusterPolicy manifests (with an
   IPoIBNetwork) and network-operator chart values, as the `network` section;
-* :func:`ignored_helm_values`, :func:`ignored_clusterpolicy_values` — what was accepted and has no effect, with why.
+* :func:`ignored_helm_values`, :func:`ignored_clusterpolicy_values`, :func:`ignored_network_values` — what was
+  accepted and has no effect (or is not imported), with why.
 
 Each returns a camelCase document that :func:`gpu_operator.config.parse_config` accepts, or raises ConfigError
 listing every problem under the key the user wrote.
@@ -15,9 +16,13 @@ from gpu_operator.config.importers.clusterpolicy_manifest import import_clusterp
 from gpu_operator.config.importers.clusterpolicy_notes import ignored_clusterpolicy_values
 from gpu_operator.config.importers.helm_values import ignored_helm_values, import_helm_values
 from gpu_operator.config.importers.loader import load_import
-from gpu_operator.config.importers.network import import_network_manifests, import_network_values
+from gpu_operator.config.importers.network import (
+    ignored_network_values,
+    import_network_manifests,
+    import_network_values,
+)
 
 __all__ = [
     "import_helm_values", "import_clusterpolicy", "load_import", "ignored_helm_values", "ignored_clusterpolicy_values",
-    "import_network_manifests", "import_network_values",
+    "import_network_manifests", "import_network_values", "ignored_network_values",
 ]

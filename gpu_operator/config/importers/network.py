@@ -5,7 +5,8 @@ without `ofedDriver`), the device plugins with their JSON configs read back into
 telemetry. Several manifests are merged in order, as kustomize applies Azure's overlays to its base (later keys
 win, maps merge). What our render derives instead (node affinity to the IB nodes, tolerations from the pool
 taints) or cannot express (several resources per plugin, selectors beyond vendors/link types) is an error naming
-the field, never dropped. Network Operator chart values become `network.values`, except the keys our render owns.
+the field, never dropped. Network Operator chart values become `network.values`, except the NFD switches our render
+owns: the chart's own defaults import, what is not carried over is named with the reason.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from typing import Any
 from gpu_operator.config.errors import ConfigError, Problem
 from gpu_operator.config.network import DEFAULT_BLACKLIST_MODULES_FILE
 
-__all__ = ["NETWORK_VALUES_KEYS", "import_network_manifests", "import_network_values", "is_network_values"]
+__all__ = [
+    "NETWORK_VALUES_KEYS", "ignored_network_values", "import_network_manifests", "import_network_values",
+    "is_network_values",
+]
 
 SOURCE = "NicClusterPolicy"
 POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy")
@@ -207,17 +211,41 @@ def is_network_values(values: Mapping[str, Any]) -> bool:
     return bool(NETWORK_VALUES_KEYS & set(values)) or (isinstance(nfd, Mapping) and "deployNodeFeatureRules" in nfd)
 
 
+#: An NFD switch the render writes itself (render/network/chart.py): its value there, and why another is not imported.
+_RENDERED_NFD = {
+    "deployNodeFeatureRules": (False, "the render sets it false: the chart's rule also labels Ethernet-only "
+                                      "Mellanox nodes, while the render's own NodeFeatureRule labels the InfiniBand "
+                                      "VFs"),
+}
+
+
+def ignored_network_values(values: Mapping[str, Any]) -> dict[str, str]:
+    """The network-operator chart values that are not imported, each with the reason (for notes to the user)."""
+    nfd = values.get("nfd")
+    if not isinstance(nfd, Mapping):
+        return {}
+    return {f"nfd.{key}": reason for key, (rendered, reason) in _RENDERED_NFD.items()
+            if isinstance(nfd.get(key), bool) and nfd[key] is not rendered}
+
+
 def import_network_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Our `network` section for network-operator chart values: everything but the NFD switches goes to `values`."""
+    """Our `network` section for network-operator chart values: everything but the NFD switches goes to `values`.
+
+    The NFD switches are the render's: `nfd.enabled: true` and `nfd.deployNodeFeatureRules: false`. The chart's
+    own defaults (both true) import, the rule switch noted as not imported (:func:`ignored_network_values`);
+    `nfd.enabled: false` cannot be honoured (the Network Operator's NFD is the cluster's one) and is an error."""
     values = copy.deepcopy(dict(values))
     nfd = values.pop("nfd", None) or {}
     problems: list[Problem] = []
+    if not isinstance(nfd, Mapping):
+        problems.append(Problem("nfd", f"must be a mapping (enabled, deployNodeFeatureRules), got {nfd!r}"))
+        nfd = {}
     if nfd.get("enabled") is False:
         problems.append(Problem("nfd.enabled", "the Network Operator's NFD is the cluster's one NFD (the GPU "
                                                "operator's is turned off): remove nfd.enabled: false"))
-    if nfd.get("deployNodeFeatureRules") is True:
-        problems.append(Problem("nfd.deployNodeFeatureRules", "the chart's rule also labels Ethernet-only nodes; "
-                                                              "our rule labels InfiniBand VFs: remove it"))
+    for key in ("enabled", "deployNodeFeatureRules"):
+        if key in nfd and not isinstance(nfd[key], bool):
+            problems.append(Problem(f"nfd.{key}", f"must be true or false, got {nfd[key]!r}"))
     for key in sorted(set(nfd) - {"enabled", "deployNodeFeatureRules"}):
         problems.append(Problem(f"nfd.{key}", "not a key of the network-operator chart's nfd section"))
     if problems:

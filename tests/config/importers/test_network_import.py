@@ -11,7 +11,12 @@ import yaml
 
 from gpu_operator.config import ConfigError, parse_config
 from gpu_operator.config.importers import load_import
-from gpu_operator.config.importers.network import import_network_manifests, import_network_values
+from gpu_operator.cli import main
+from gpu_operator.config.importers.network import (
+    ignored_network_values,
+    import_network_manifests,
+    import_network_values,
+)
 from gpu_operator.render.network import render_network
 from tests.support.reference import reference_file
 from tests.support.schemas import validate_objects
@@ -112,7 +117,49 @@ def test_ipoib_without_its_network_manifest_is_an_error() -> None:
         import_network_manifests(manifests)
 
 
-def test_network_values_that_would_break_the_one_nfd_rule_are_errors() -> None:
+NETWORK_DEFAULTS = "helm-values/network-operator-v26.4.1-values.yaml"
+
+
+def test_the_charts_own_default_values_import_and_render(capsys: pytest.CaptureFixture[str]) -> None:
+    """network-operator 26.4.1 values.yaml as the chart ships it (`nfd: {enabled: true, deployNodeFeatureRules:
+    true}`): every value but the NFD switches is carried into network.values, the rule switch is named as not
+    imported (the render writes false), and the result renders with an InfiniBand pool."""
+    path = reference_file(NETWORK_DEFAULTS)
+    defaults = yaml.safe_load(path.read_text())
+    assert defaults["nfd"] == {"enabled": True, "deployNodeFeatureRules": True}
+    document = load_import(path)
+    assert document["network"]["values"] == {key: value for key, value in defaults.items() if key != "nfd"}
+    assert set(ignored_network_values(defaults)) == {"nfd.deployNodeFeatureRules"}
+    config = parse_config({"aks": AKS, "pools": [POOL], **document})
+    rendered = render_network(config)
+    assert rendered is not None
+    assert rendered.chart.values["nfd"] == {"enabled": True, "deployNodeFeatureRules": False}
+    # the command line imports it and says what it left out
+    assert main(["import-values", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out) == document
+    assert "note: nfd.deployNodeFeatureRules not imported: the render sets it false" in err
+
+
+@pytest.mark.parametrize(("nfd", "noted"), [
+    ({"enabled": True, "deployNodeFeatureRules": False}, set()),  # what the render writes: nothing to say
+    ({"deployNodeFeatureRules": True}, {"nfd.deployNodeFeatureRules"}),  # the chart's default: not imported
+    ({}, set()),
+])
+def test_the_nfd_switches_import_with_a_note_where_the_render_writes_another_value(
+        nfd: dict[str, Any], noted: set[str]) -> None:
+    assert import_network_values({"nfd": nfd, "upgradeCRDs": True}) == {"enabled": True,
+                                                                         "values": {"upgradeCRDs": True}}
+    assert set(ignored_network_values({"nfd": nfd})) == noted
+
+
+@pytest.mark.parametrize(("nfd", "paths"), [
+    ({"enabled": False, "deployNodeFeatureRules": True}, {"nfd.enabled"}),
+    ({"deployNodeFeatureRules": "yes"}, {"nfd.deployNodeFeatureRules"}),
+    ({"enabled": True, "worker": {}}, {"nfd.worker"}),
+    ("on", {"nfd"}),
+])
+def test_network_values_the_render_cannot_honour_are_errors(nfd: Any, paths: set[str]) -> None:
     with pytest.raises(ConfigError) as error:
-        import_network_values({"nfd": {"enabled": False, "deployNodeFeatureRules": True}})
-    assert {p.path for p in error.value.problems} == {"nfd.enabled", "nfd.deployNodeFeatureRules"}
+        import_network_values({"nfd": nfd})
+    assert {p.path for p in error.value.problems} == paths
