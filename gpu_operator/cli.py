@@ -48,7 +48,7 @@ from gpu_operator.manifests import (
     write_files,
 )
 from gpu_operator.render.helm_chart import HelmChart
-from gpu_operator.render.monitoring import dashboard_json, monitoring_notes
+from gpu_operator.render.monitoring import dashboard_json
 from gpu_operator.render.network import network_summary
 from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.registry import RenderedOperand
@@ -231,9 +231,10 @@ def _print_summary(
         print(format_table(POOL_HEADER, pool_summary_rows(config)), file=out)
 
 
-def _load_config(path: Path | None) -> GpuStackConfig:
+def _load_config(path: Path | None, *, setting_notes: bool = True) -> GpuStackConfig:
     """The config of `-f` (a document or a stack file; the built-in default without one), its notes on stderr:
-    the file's, then the settings that have no effect in it."""
+    the file's, then (with `setting_notes`) the settings that have no effect in it; `render` prints those with
+    its other notes instead (:func:`gpu_operator.render.notes.render_notes`)."""
     from gpu_operator.config.loader import document_directory, load_document
     from gpu_operator.config.unused_settings import unused_setting_notes
 
@@ -241,7 +242,7 @@ def _load_config(path: Path | None) -> GpuStackConfig:
     for message in loaded.notes:
         _note(message)
     config = parse_config(loaded.document, source=loaded.source, base=document_directory(path))
-    for message in unused_setting_notes(config):
+    for message in unused_setting_notes(config) if setting_notes else ():
         _note(message)
     return config
 
@@ -295,9 +296,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
 def _render(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.render import render_operands
-    from gpu_operator.render.aks.infiniband import infiniband_notes
+    from gpu_operator.render.notes import render_notes
 
-    config = _load_config(args.file)
+    config = _load_config(args.file, setting_notes=False)
     operands = render_operands(config)
     objects = stack_objects(config, operands)
     charts = _charts(config)
@@ -317,9 +318,7 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
             _note(f"{chart.installer} also installs {_chart_line(chart)}; its values: --summary, or -o DIR")
     if args.summary:
         _print_summary(out, config, operands, objects, charts, args.output)
-    for message in infiniband_notes(config):  # what an InfiniBand pool brings, once the render has succeeded
-        _note(message)
-    for message in monitoring_notes(config):  # the alerts left out, and what brings each back
+    for message in render_notes(config):  # once the render has succeeded; the stack program logs the same
         _note(message)
     return 0
 

@@ -22,6 +22,9 @@ one it may hand on), `resourceGroupName` and `clusterName` (empty without `aks`)
 (empty with the NRI plugin), `gpuResourceNames`, `gpuNodeLabels` (the labels GPU nodes carry for the operands), and
 per pool `poolNames`, `nodeSelectorLabels` and `tolerations` (empty without pools). No output is ever null: the
 engine drops null outputs from the stack, and a consumer's `require_output` would then fail.
+
+The notes `gpu-operator render` prints about the document (settings that have no effect, what an InfiniBand pool
+adds, the alerts left out) are the program's warnings at `pulumi preview` and `pulumi up`.
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from gpu_operator.components.cluster_software import SoftwareNames, install_clus
 from gpu_operator.components.kubernetes_provider import kubernetes_provider
 
 from gpu_operator.config import ConfigError, Problem, parse_config
+from gpu_operator.render.notes import render_notes
 
 settings = pulumi.Config("gpu-operator")
 document = parse_config(settings.get_object("config") or {}, source="gpu-operator:config")
+for note in render_notes(document):  # what `gpu-operator render` prints: settings without effect, alerts left out
+    pulumi.log.warn(note)
 
 adopt = settings.get_bool("adoptExistingObjects") or False
 wait_for_daemonsets = settings.get_bool("waitForDaemonsets") or False

@@ -1,0 +1,24 @@
+"""What a render says about a config besides its objects: one list of notes for every place that renders.
+
+`gpu-operator render` prints them on stderr and the stack program (stacks/__main__.py) logs them as warnings at
+`pulumi preview` and `pulumi up`, so a setting that does nothing, or an alert left out, is told the same way
+whichever path deploys the config:
+
+* settings of components this config does not deploy (:mod:`gpu_operator.config.unused_settings`);
+* what an InfiniBand pool adds to the stack (:mod:`gpu_operator.render.aks.infiniband`);
+* the alerts left out of the PrometheusRule, and what brings each back (:mod:`gpu_operator.render.monitoring`).
+"""
+
+from __future__ import annotations
+
+from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.unused_settings import unused_setting_notes
+from gpu_operator.render.aks.infiniband import infiniband_notes
+from gpu_operator.render.monitoring.left_out import monitoring_notes
+
+__all__ = ["render_notes"]
+
+
+def render_notes(config: GpuStackConfig) -> list[str]:
+    """Every note about `config`, in the order `gpu-operator render` prints them."""
+    return [*unused_setting_notes(config), *infiniband_notes(config), *monitoring_notes(config)]
