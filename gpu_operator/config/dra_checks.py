@@ -3,8 +3,10 @@
 DRA deploys but never works when the cluster is older than the DRA driver's prerequisites (Kubernetes 1.34.2;
 below 1.34 no `resource.k8s.io/v1` is served), when the NVIDIA driver is older than it supports (R565 for GPUs,
 570.158.01 for ComputeDomains, whose plugin refuses to start on older drivers), or when the same GPUs are advertised
-twice, by the device plugin and by DRA, so pods are over-admitted. A selector naming an attribute the driver does
-not publish makes every claim that uses it unschedulable. Each rule names the key and the fix.
+twice, by the device plugin and by DRA, so pods are over-admitted. A claim template's own rules (a selector naming
+an attribute the driver does not publish, which makes every claim that uses it unschedulable, ...) are the ones
+`gpu-operator dra match` applies (:mod:`gpu_operator.config.dra_claims`); here the config around it: the classes
+the chart creates and the feature gates it turns on. Each rule names the key and the fix.
 """
 
 from __future__ import annotations
@@ -14,15 +16,9 @@ from collections.abc import Callable, Iterator
 
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra import ClaimTemplate, dra_node_pools, dra_wanted
+from gpu_operator.config.dra_claims import claim_problems
 from gpu_operator.config.errors import Problem
-from gpu_operator.facts.dra_driver import (
-    DEVICE_CLASSES,
-    MIN_COMPUTE_DOMAIN_DRIVER,
-    MIN_DRIVER_BRANCH,
-    MIN_KUBERNETES,
-    DeviceClassFacts,
-    device_class,
-)
+from gpu_operator.facts.dra_driver import MIN_COMPUTE_DOMAIN_DRIVER, MIN_DRIVER_BRANCH, MIN_KUBERNETES, device_class
 
 __all__ = ["DRA_CHECKS", "driver_version", "kubernetes_versions"]
 
@@ -155,108 +151,45 @@ def _chart_namespace(doc: GpuStackConfig) -> Iterator[Problem]:
         yield Problem("dra.enabled", "no pool runs the DRA kubelet plugin: set gpuAllocation: dra on a pool")
 
 
-def _class_problem(doc: GpuStackConfig, name: str) -> tuple[DeviceClassFacts | None, str | None]:
-    cls = device_class(name)
-    if cls is None:
-        known = ", ".join(c.name for c in DEVICE_CLASSES)
-        return None, f"{name!r} is not a DeviceClass of NVIDIA's DRA driver: use one of {known}"
-    switched = {"gpus": doc.dra.gpus, "computeDomains": doc.dra.compute_domains}[cls.resources]
-    if not switched:
-        return cls, f"{name} is created only with dra.{cls.resources}: true"
-    return cls, None
-
-
 def _claim_templates(doc: GpuStackConfig) -> Iterator[Problem]:
+    """Each template once, only with the DRA driver, the claim's own rules (:func:`claim_problems`, which `dra
+    match` applies too), and the classes it asks for created by the chart this config installs."""
     templates = doc.dra.claim_templates
     if templates and not dra_wanted(doc.dra, doc.pools):
         yield Problem("dra.claimTemplates", "claim templates need the DRA driver: set dra.enabled: true or "
                                             "gpuAllocation: dra on a pool")
+    switched = {"gpus": doc.dra.gpus, "computeDomains": doc.dra.compute_domains}
     seen: set[tuple[str, str]] = set()
     for t_index, template in enumerate(templates):
         base = f"dra.claimTemplates[{t_index}]"
         if (template.namespace, template.name) in seen:
             yield Problem(f"{base}.name", f"{template.namespace}/{template.name} is listed twice")
         seen.add((template.namespace, template.name))
-        requests = template.spec.devices.requests
-        classes: dict[str, DeviceClassFacts] = {}
-        names = [request.name for request in requests]
-        for r_index, request in enumerate(requests):
-            where = f"{base}.spec.devices.requests[{r_index}]"
-            if names.count(request.name) > 1:
-                yield Problem(f"{where}.name", f"{request.name!r} is the name of another request of this claim")
-            sub_names = [getattr(exact, "name", None) for _, exact in request.alternatives]
+        yield from claim_problems(template.spec, f"{base}.spec")
+        for r_index, request in enumerate(template.spec.devices.requests):
             for below, exact in request.alternatives:
-                sub_name = getattr(exact, "name", None)
-                if sub_name is not None and sub_names.count(sub_name) > 1:
-                    yield Problem(f"{where}.{below}.name", f"{sub_name!r} names another alternative of this request")
-                cls, problem = _class_problem(doc, exact.device_class_name)
-                if problem is not None:
-                    yield Problem(f"{where}.{below}.deviceClassName", problem)
-                if exact.allocation_mode == "All" and exact.count is not None:
-                    yield Problem(f"{where}.{below}.count", "count goes with allocationMode ExactCount; remove it "
-                                                            "for All")
-                if cls is None:
-                    continue
-                classes.setdefault(request.name, cls)
-                for s_index, selector in enumerate(exact.selectors):
-                    # imported here: CEL's grammar costs 0.1 s at import, for every program, with or without DRA
-                    from gpu_operator.facts.dra_cel import check_expression
-
-                    for message in check_expression(selector.cel.expression, [cls.facts]):
-                        yield Problem(f"{where}.{below}.selectors[{s_index}].cel.expression", message)
-        yield from _claim_config(doc, base, template)
-        for c_index, constraint in enumerate(template.spec.devices.constraints):
-            where = f"{base}.spec.devices.constraints[{c_index}]"
-            unknown = [name for name in constraint.requests if name not in names]
-            if unknown:
-                yield Problem(f"{where}.requests", f"{', '.join(unknown)} is not a request of this claim "
-                                                   f"({', '.join(names)})")
-            attribute = constraint.match_attribute
-            named = [classes[n] for n in (constraint.requests or names) if n in classes]
-            if "/" not in attribute:
-                yield Problem(f"{where}.matchAttribute",
-                              f"{attribute!r} must be qualified with its domain, e.g. resource.kubernetes.io/pcieRoot "
-                              "or gpu.nvidia.com/productName")
-            elif named and not all(cls.facts.has_attribute(attribute) for cls in named):
-                yield Problem(f"{where}.matchAttribute", f"{attribute!r} is not an attribute the DRA driver publishes "
-                                                         f"on {', '.join(sorted({c.devices for c in named}))} "
-                                                         "devices: use e.g. resource.kubernetes.io/pcieRoot")
+                cls = device_class(exact.device_class_name)
+                if cls is not None and not switched[cls.resources]:
+                    yield Problem(f"{base}.spec.devices.requests[{r_index}].{below}.deviceClassName",
+                                  f"{cls.name} is created only with dra.{cls.resources}: true")
+        yield from _sharing_gates(doc, base, template)
 
 
 #: The driver's feature gate each sharing strategy needs (pkg/featuregates/featuregates.go, both off by default;
 #: api/nvidia.com/resource/v1beta1 validate.go refuses the strategy while its gate is off).
 _SHARING_GATES = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
-#: The kinds of opaque config for the devices of each DeviceClass (api/nvidia.com/resource/v1beta1 api.go).
-_CONFIG_KINDS = {"gpu": "GpuConfig", "mig": "MigDeviceConfig"}
 
 
-def _claim_config(doc: GpuStackConfig, base: str, template: ClaimTemplate) -> Iterator[Problem]:
-    """A claim's opaque config names requests of the claim, fits their devices (GpuConfig for GPUs,
-    MigDeviceConfig for MIG devices), and uses a sharing strategy whose feature gate the chart turns on."""
-    devices = template.spec.devices
-    names = [request.name for request in devices.requests]
+def _sharing_gates(doc: GpuStackConfig, base: str, template: ClaimTemplate) -> Iterator[Problem]:
+    """A claim's opaque config uses a sharing strategy whose feature gate the chart turns on."""
     gates = doc.dra.values.get("featureGates") if isinstance(doc.dra.values, dict) else None
-    for index, entry in enumerate(devices.config):
-        where = f"{base}.spec.devices.config[{index}]"
-        unknown = [name for name in entry.requests if name.split("/")[0] not in names]
-        if unknown:
-            yield Problem(f"{where}.requests", f"{', '.join(unknown)} is not a request of this claim "
-                                               f"({', '.join(names)})")
-        parameters = entry.opaque.parameters
-        targeted = [r for r in devices.requests if not entry.requests or r.name in entry.requests]
-        kinds = {cls.devices for r in targeted for _, exact in r.alternatives
-                 if (cls := device_class(exact.device_class_name)) is not None}
-        wanted = {_CONFIG_KINDS[kind] for kind in kinds if kind in _CONFIG_KINDS}
-        if wanted and parameters.kind not in wanted:
-            yield Problem(f"{where}.opaque.parameters.kind", f"{parameters.kind} does not configure the "
-                                                             f"{'/'.join(sorted(kinds))} devices these requests get: "
-                                                             f"use {' or '.join(sorted(wanted))}")
-        sharing = parameters.sharing
+    for index, entry in enumerate(template.spec.devices.config):
+        sharing = entry.opaque.parameters.sharing
         if sharing is None:
             continue
         gate = _SHARING_GATES[sharing.strategy]
         if not (isinstance(gates, dict) and gates.get(gate) is True):
-            yield Problem(f"{where}.opaque.parameters.sharing.strategy",
+            yield Problem(f"{base}.spec.devices.config[{index}].opaque.parameters.sharing.strategy",
                           f"{sharing.strategy} needs the DRA driver's {gate} feature gate, off by default (the "
                           f"kubelet plugin refuses the claim): set dra.values.featureGates.{gate}: true")
 

@@ -147,13 +147,19 @@ def run_dra(args: argparse.Namespace, out: TextIO) -> int:
         name = (other.get("metadata") or {}).get("name", "") if isinstance(other, dict) else ""
         print(f"not evaluated: {kind} {name}".rstrip(), file=out)
     status = 0
-    for document in claims:
+    results: list[tuple[MatchResult, str]] = []
+    problems: list[Problem] = []
+    for index, document in enumerate(documents):
+        if not any(document is claim for claim in claims):
+            continue
         try:
-            result = match_claim(document, devices)
-        except ClaimError as error:
-            raise ConfigError([Problem(f"documents[{documents.index(document)}].{error.path}",
-                                       str(error).split(": ", 1)[1])], str(path)) from None
-        _report(result, document["kind"], out, verbose=args.verbose)
+            results.append((match_claim(document, devices), document["kind"]))
+        except ClaimError as error:  # every claim's problems at once
+            problems += [Problem(f"documents[{index}].{problem.path}", problem.message) for problem in error.problems]
+    if problems:
+        raise ConfigError(problems, str(path))
+    for result, kind in results:
+        _report(result, kind, out, verbose=args.verbose)
         if result.allocation is None:
             status = EXIT_NO_MATCH
     return status

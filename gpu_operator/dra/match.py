@@ -13,6 +13,10 @@ node's devices in slice order, depth first, the first solution taken. A selector
 device the scan reaches (a missing attribute, a version compared with a string) is no "no match": it aborts the
 whole allocation with a CEL runtime error, which is what the scheduler reports for the pod; an `All` request
 evaluates every device before the search, so an error anywhere aborts it.
+
+A claim is first read as the stack's claim templates are (:func:`gpu_operator.config.dra_claims.read_claim_spec`:
+the API server's rules and NVIDIA's driver's), so a claim `gpu-operator render` accepts is evaluated here, and one
+it refuses is refused here with the same problems.
 """
 
 from __future__ import annotations
@@ -21,19 +25,22 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping, Sequence
 
+from gpu_operator.config.dra_claims import ClaimConstraint, ClaimSpec, DeviceRequest, DeviceSubRequest, read_claim_spec
+from gpu_operator.config.errors import Problem
 from gpu_operator.dra.slices import PublishedDevice
-from gpu_operator.facts.dra_cel import CelError, check_expression, evaluate
-from gpu_operator.facts.dra_driver import DEVICE_CLASSES, DeviceClassFacts, device_class
+from gpu_operator.facts.dra_cel import CelError, evaluate
+from gpu_operator.facts.dra_driver import DeviceClassFacts, device_class
 
 __all__ = ["ClaimError", "Candidate", "RequestResult", "MatchResult", "match_claim", "claim_spec"]
 
 
 class ClaimError(ValueError):
-    """The claim document cannot be evaluated: a problem with its path and the fix."""
+    """The claim document cannot be evaluated: every problem, each with its path and the fix."""
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = tuple(problems)
+        self.path = self.problems[0].path
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class RequestResult:
     device_class: str
     wanted: int | None  # None: All
     candidates: list[Candidate] = field(default_factory=list)
+    alternative: str | None = None
+    """The name of this `firstAvailable` alternative (None for `exactly`)."""
 
     @property
     def matching(self) -> list[PublishedDevice]:
@@ -74,38 +83,17 @@ class MatchResult:
     """Set when the scheduler's search stops at a CEL runtime error: the pod stays Pending with this error."""
 
 
-def claim_spec(document: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], str]:
-    """(name, claim spec, path of the spec) of a ResourceClaim or ResourceClaimTemplate document."""
+def claim_spec(document: Mapping[str, Any]) -> tuple[str, Any, str]:
+    """(name, claim spec as written, path of the spec) of a ResourceClaim or ResourceClaimTemplate document."""
     kind = document.get("kind")
     name = str((document.get("metadata") or {}).get("name", "<unnamed>"))
     if kind == "ResourceClaim":
-        return name, document.get("spec") or {}, "spec"
+        return name, document.get("spec"), "spec"
     if kind == "ResourceClaimTemplate":
-        return name, (document.get("spec") or {}).get("spec") or {}, "spec.spec"
-    raise ClaimError("kind", f"is {kind!r}: give a ResourceClaim or a ResourceClaimTemplate (resource.k8s.io/v1)")
-
-
-def _class(path: str, name: Any) -> DeviceClassFacts:
-    cls = device_class(str(name)) if name else None
-    if cls is None:
-        known = ", ".join(c.name for c in DEVICE_CLASSES)
-        raise ClaimError(f"{path}.deviceClassName", f"{name!r} is not a DeviceClass of NVIDIA's DRA driver: use one "
-                                                    f"of {known}")
-    return cls
-
-
-def _selectors(path: str, exact: Mapping[str, Any], cls: DeviceClassFacts) -> list[str]:
-    expressions = []
-    for index, selector in enumerate(exact.get("selectors") or []):
-        where = f"{path}.selectors[{index}].cel.expression"
-        expression = ((selector or {}).get("cel") or {}).get("expression")
-        if not isinstance(expression, str):
-            raise ClaimError(where, "missing: every selector is a CEL expression")
-        problems = check_expression(expression, [cls.facts])
-        if problems:
-            raise ClaimError(where, "; ".join(problems))
-        expressions.append(expression)
-    return expressions
+        template = document.get("spec")
+        return name, template.get("spec") if isinstance(template, Mapping) else None, "spec.spec"
+    raise ClaimError([Problem("kind", f"is {kind!r}: give a ResourceClaim or a ResourceClaimTemplate "
+                                      "(resource.k8s.io/v1)")])
 
 
 def _verdict(device: PublishedDevice, cls: DeviceClassFacts, expressions: Sequence[str], claim: str) -> Candidate:
@@ -122,17 +110,13 @@ def _verdict(device: PublishedDevice, cls: DeviceClassFacts, expressions: Sequen
     return Candidate(device, True)
 
 
-def _request(path: str, name: str, exact: Mapping[str, Any], devices: Sequence[PublishedDevice],
-             claim: str) -> RequestResult:
-    cls = _class(path, exact.get("deviceClassName"))
-    expressions = _selectors(path, exact, cls)
-    mode = exact.get("allocationMode", "ExactCount")
-    if mode not in ("ExactCount", "All"):
-        raise ClaimError(f"{path}.allocationMode", f"{mode!r} is neither ExactCount nor All")
-    count = exact.get("count", 1)
-    if mode == "ExactCount" and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
-        raise ClaimError(f"{path}.count", f"{count!r} must be a positive whole number")
-    result = RequestResult(name, cls.name, count if mode == "ExactCount" else None)
+def _request(name: str, exact: DeviceRequest, devices: Sequence[PublishedDevice], claim: str) -> RequestResult:
+    cls = device_class(exact.device_class_name)
+    assert cls is not None  # read_claim_spec refuses a class the driver does not create
+    expressions = [selector.cel.expression for selector in exact.selectors]
+    wanted = (exact.count or 1) if exact.allocation_mode == "ExactCount" else None
+    alternative = exact.name if isinstance(exact, DeviceSubRequest) else None
+    result = RequestResult(name, cls.name, wanted, alternative=alternative)
     result.candidates = [_verdict(device, cls, expressions, claim) for device in devices]
     return result
 
@@ -142,13 +126,17 @@ def _constraint_value(device: PublishedDevice, attribute: str) -> Any:
     return device.attributes.get(short if domain == device.driver else attribute)
 
 
-def _satisfies(picked: Mapping[str, list[PublishedDevice]], constraints: Sequence[Mapping[str, Any]]) -> bool:
+def _applies(constraint: ClaimConstraint, request: RequestResult) -> bool:
+    """matchAttributeConstraint.matches: no requests named means all; else the request, or `<request>/<alt>`."""
+    named = constraint.requests
+    return not named or request.name in named or f"{request.name}/{request.alternative}" in named
+
+
+def _satisfies(picked: Mapping[int, tuple[RequestResult, list[PublishedDevice]]],
+               constraints: Sequence[ClaimConstraint]) -> bool:
     for constraint in constraints:
-        attribute = constraint.get("matchAttribute")
-        if not attribute:
-            continue
-        names = constraint.get("requests") or list(picked)
-        values = [_constraint_value(d, attribute) for name in names if name in picked for d in picked[name]]
+        values = [_constraint_value(device, constraint.match_attribute) for request, chosen in picked.values()
+                  if _applies(constraint, request) for device in chosen]
         if any(value is None for value in values) or len(set(map(repr, values))) > 1:
             return False
     return True
@@ -163,9 +151,9 @@ class _Search:
     subrequests of `firstAvailable` in order)."""
 
     def __init__(self, claim: str, options: Sequence[Sequence[RequestResult]],
-                 constraints: Sequence[Mapping[str, Any]]) -> None:
+                 constraints: Sequence[ClaimConstraint]) -> None:
         self.claim, self.options, self.constraints = claim, options, constraints
-        self.picked: dict[str, list[PublishedDevice]] = {}
+        self.picked: dict[int, tuple[RequestResult, list[PublishedDevice]]] = {}  # by id of the (sub)request
         self.used: set[str] = set()
 
     def validate(self) -> None:
@@ -179,7 +167,9 @@ class _Search:
 
     def run(self) -> dict[str, list[PublishedDevice]] | None:
         self.validate()
-        return dict(self.picked) if self._request(0) else None
+        if not self._request(0):
+            return None
+        return {request.name: list(chosen) for request, chosen in self.picked.values()}
 
     def _request(self, index: int) -> bool:
         if index == len(self.options):
@@ -187,7 +177,7 @@ class _Search:
         return any(self._fill(index, sub, 0) for sub in self.options[index])
 
     def _take(self, sub: RequestResult, device: PublishedDevice) -> bool:
-        self.picked.setdefault(sub.name, []).append(device)
+        self.picked.setdefault(id(sub), (sub, []))[1].append(device)
         if _satisfies(self.picked, self.constraints):
             self.used.add(device.name)
             return True
@@ -195,9 +185,10 @@ class _Search:
         return False
 
     def _drop(self, sub: RequestResult, device: PublishedDevice) -> None:
-        self.picked[sub.name].remove(device)
-        if not self.picked[sub.name]:
-            del self.picked[sub.name]
+        chosen = self.picked[id(sub)][1]
+        chosen.remove(device)
+        if not chosen:
+            del self.picked[id(sub)]
         self.used.discard(device.name)
 
     def _fill(self, index: int, sub: RequestResult, slot: int) -> bool:
@@ -234,29 +225,21 @@ class _Search:
 
 def match_claim(document: Mapping[str, Any], devices: Sequence[PublishedDevice]) -> MatchResult:
     """Evaluate a ResourceClaim or ResourceClaimTemplate against `devices`; ClaimError for a bad claim."""
-    claim, spec, path = claim_spec(document)
+    claim, written, path = claim_spec(document)
+    spec, problems = read_claim_spec(written, path.split("."))
+    if spec is None or problems:
+        raise ClaimError(problems)
+    return _evaluate(claim, document, spec, devices)
+
+
+def _evaluate(claim: str, document: Mapping[str, Any], spec: ClaimSpec,
+              devices: Sequence[PublishedDevice]) -> MatchResult:
     namespace = (document.get("metadata") or {}).get("namespace")
     owner = f"{namespace}/{claim}" if namespace else claim
-    requests = (spec.get("devices") or {}).get("requests") or []
-    if not requests:
-        raise ClaimError(f"{path}.devices.requests", "lists no request: add one (name, exactly.deviceClassName)")
-    options: list[list[RequestResult]] = []
-    for index, request in enumerate(requests):
-        where = f"{path}.devices.requests[{index}]"
-        name = request.get("name")
-        if not name:
-            raise ClaimError(f"{where}.name", "missing: every request has a name")
-        if request.get("exactly") is not None:
-            options.append([_request(f"{where}.exactly", name, request["exactly"], devices, owner)])
-        elif request.get("firstAvailable"):
-            options.append([
-                _request(f"{where}.firstAvailable[{i}]", name, sub, devices, owner)
-                for i, sub in enumerate(request["firstAvailable"])
-            ])
-        else:
-            raise ClaimError(where, "needs exactly (one DeviceClass) or firstAvailable (alternatives)")
+    options = [[_request(request.name, exact, devices, owner) for _, exact in request.alternatives]
+               for request in spec.devices.requests]
     results = [sub for alternatives in options for sub in alternatives]
-    constraints = (spec.get("devices") or {}).get("constraints") or []
+    constraints = spec.devices.constraints
     try:
         found = _Search(owner, options, constraints).run()
     except _Aborted as aborted:

@@ -99,3 +99,21 @@ def test_bad_claims_name_the_field(document: dict[str, Any], path: str, h100: li
     with pytest.raises(ClaimError) as caught:
         match_claim(document, h100)
     assert caught.value.path == path
+
+
+@pytest.mark.parametrize(("named", "count", "allocated"), [
+    (["gpu/full"], 4, True), (["gpu/full"], 5, False),  # the constraint holds the alternative taken
+    (["gpu"], 5, False),  # naming the request holds every alternative
+    (["gpu/mig"], 5, True),  # naming the alternative not taken holds nothing
+])
+def test_a_constraint_on_an_alternative_applies_when_that_alternative_is_taken(
+        named: list[str], count: int, allocated: bool, h100: list[PublishedDevice]) -> None:
+    """k8s.io/dynamic-resource-allocation structured allocator `matchAttributeConstraint.matches`: a constraint
+    applies to a device of `<request>/<alternative>` when it names the request or that alternative."""
+    request = {"name": "gpu", "firstAvailable": [
+        {"name": "mig", "deviceClassName": "mig.nvidia.com"},
+        {"name": "full", "deviceClassName": "gpu.nvidia.com", "count": count},
+    ]}
+    constraint = [{"requests": named, "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    result = match_claim(claim(request, constraints=constraint), h100)
+    assert (result.allocation is not None) is allocated, result.reason
