@@ -40,21 +40,25 @@ KEPT_KINDS = {"RuntimeClass", "ServiceAccount", "ClusterRole", "ClusterRoleBindi
 Object = dict[str, Any]
 
 
-def fleet_document(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> Object:
+def fleet_document(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE,
+                   timeouts: tuple[int, int] = (5, 15)) -> Object:
+    """The fleet's config at a driver `version`; `timeouts` are the pod deletion's and the validation's (short, so
+    the injected faults fail in seconds)."""
     document = yaml.safe_load(FLEET_CONFIG.read_text())
     document["namespace"] = NAMESPACE
     document["operator"].setdefault("driver", {})["version"] = version
     document["operator"]["driver"]["upgradePolicy"] = {
         "maxParallelUpgrades": parallel, "maxUnavailable": unavailable,
-        "podDeletion": {"timeoutSeconds": 5, "force": True}}  # the test's GPU pods are bare pods
-    document["controller"] = {"validationTimeoutSeconds": 15, "resyncSeconds": 60}
+        "podDeletion": {"timeoutSeconds": timeouts[0], "force": True}}  # the test's GPU pods are bare pods
+    document["controller"] = {"validationTimeoutSeconds": timeouts[1], "resyncSeconds": 60}
     return document
 
 
-def controller_objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE) -> list[Object]:
+def controller_objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE,
+                       timeouts: tuple[int, int] = (5, 15)) -> list[Object]:
     """The controller's objects and the driver and validator DaemonSets, as the render gives them."""
     chosen = []
-    for obj in render(parse_config(fleet_document(version, parallel, unavailable))):
+    for obj in render(parse_config(fleet_document(version, parallel, unavailable, timeouts))):
         name, kind = obj["metadata"]["name"], obj["kind"]
         if (kind in KEPT_KINDS and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount", "RuntimeClass"))) or name in (
                 "nvidia-driver-daemonset", "nvidia-operator-validator"):

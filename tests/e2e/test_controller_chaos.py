@@ -61,6 +61,9 @@ ACCOUNT = f"system:serviceaccount:{NAMESPACE}:gpu-operator"
 LOAD_AGENT = "e2e-load"
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 ROLLOUT_SECONDS = 300.0
+#: The pod deletion's and the validation's timeouts: the chart's defaults' order of magnitude, so a slow API
+#: server delays the rollout instead of failing nodes (no fault here is meant to fail one)
+TIMEOUTS = (120, 300)
 Object = dict[str, Any]
 
 
@@ -107,7 +110,7 @@ class Fleet:
         return nodes
 
     def _driver(self, version: str) -> list[Object]:
-        return [o for o in controller_objects(version, parallel=PARALLEL, unavailable="100%")
+        return [o for o in controller_objects(version, parallel=PARALLEL, unavailable="100%", timeouts=TIMEOUTS)
                 if o["kind"] == "DaemonSet" and o["metadata"]["name"] == DRIVER]
 
     def apply(self, objects: list[Object]) -> None:
@@ -115,7 +118,7 @@ class Fleet:
         assert not failures, "\n".join(map(str, failures))
 
     def set_up(self) -> None:
-        self.apply([*controller_objects(VERSIONS[0], parallel=PARALLEL, unavailable="100%"), *self._nodes()])
+        self.apply([*controller_objects(VERSIONS[0], parallel=PARALLEL, unavailable="100%", timeouts=TIMEOUTS), *self._nodes()])
         first = self.start("setup")
         wait_until(lambda: sorted(self.states().values()) == ["upgrade-done"] * NODES and self.drivers_current(),
                    timeout=240, what=f"{NODES} nodes labelled and upgrade-done on the first driver")

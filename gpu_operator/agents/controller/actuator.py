@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import httpx2
+from lightkube import ApiError as LightkubeApiError
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
@@ -136,10 +137,13 @@ class Actuator:
         for pod in pods:
             eviction = Pod.Eviction(metadata=ObjectMeta(name=pod.name, namespace=pod.namespace))
             try:
-                _call(lambda: self._client.create(eviction, name=pod.name, namespace=pod.namespace))
-            except NotFound:
-                continue
-            except TooManyRequests:
+                self._client.create(eviction, name=pod.name, namespace=pod.namespace)
+            except httpx2.HTTPError as error:
+                failure = kube_error(error)
+                if isinstance(failure, NotFound):
+                    continue
+                if not _refused_by_budget(error, failure):
+                    raise failure from error  # throttled past the client's retries: the next round tries again
                 refused.append(f"{pod.namespace}/{pod.name}")
         leaving = [f"{pod.namespace}/{pod.name}" for pod in targets if f"{pod.namespace}/{pod.name}" not in refused]
         if refused:
@@ -197,6 +201,12 @@ class Actuator:
         keep = set(nodes)
         for node in {*self.blocked_since, *self.waiting_for, *self.refusals, *self._remembered_for} - keep:
             self.forget_node(node)
+
+
+def _refused_by_budget(error: Exception, failure: KubeError) -> bool:
+    """A 429 the Eviction API answered with a Status (a PodDisruptionBudget said no), not the plain-text 429 of
+    the API server's own throttling."""
+    return isinstance(failure, TooManyRequests) and isinstance(error, LightkubeApiError)
 
 
 def _names(pods: list[str], shown: int = 3) -> str:

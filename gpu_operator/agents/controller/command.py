@@ -124,7 +124,9 @@ def main(argv: Sequence[str]) -> int:
     try:
         config = KubeConfig.from_env().get()
         agent = f"gpu-operator-controller ({identity})"
-        lease_client = connect(config, retry=RetryPolicy(deadline=2.0), timeout=LEASE_CALL_SECONDS, interrupt=stop,
+        # a renewal may retry for up to 4 s (a throttled API server answers 429 with Retry-After: 1), so two fit in
+        # the renew deadline
+        lease_client = connect(config, retry=RetryPolicy(deadline=4.0), timeout=LEASE_CALL_SECONDS, interrupt=stop,
                                field_manager="gpu-operator", user_agent=agent)
         elector = None
         if args.leader_elect == "true":

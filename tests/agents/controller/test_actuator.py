@@ -224,3 +224,25 @@ def test_the_uncordon_is_a_merge_patch_on_the_wire() -> None:
         assert request.body["metadata"]["labels"] == {STATE_LABEL: "upgrade-done"}
         node = server.get("nodes", "gpu-0")
         assert node["spec"]["unschedulable"] is False and node["metadata"]["labels"][STATE_LABEL] == "upgrade-done"
+
+
+def test_throttling_is_not_a_disruption_budget() -> None:
+    """A plain-text 429 is the API server's own throttling (its max-in-flight filter), left after the client's
+    retries: the action fails and the next round evicts again; only the Eviction API's Status 429 is a budget's
+    refusal. Found by the controller chaos e2e under overload, where throttled evictions were taken for refusals."""
+    import httpx2
+    import pytest
+
+    from gpu_operator.agents.kube import TooManyRequests
+
+    class Throttled(FakeClient):
+        def create(self, obj: Any, name: str, namespace: str) -> None:
+            request = httpx2.Request("POST", f"https://api/api/v1/namespaces/{namespace}/pods/{name}/eviction")
+            response = httpx2.Response(429, text="Too many requests, please try again later.\n", request=request,
+                                       headers={"content-type": "text/plain; charset=utf-8"})
+            raise httpx2.HTTPStatusError("429", request=request, response=response)
+
+    actuator = _actuator(Throttled([_pod("train")]))
+    with pytest.raises(TooManyRequests):
+        actuator.run_pod_action(PodAction("evict-gpu-pods", "gpu-0"))
+    assert "gpu-0" not in actuator.waiting_for and not actuator.refusals

@@ -174,3 +174,21 @@ def test_two_candidates_racing_for_a_free_lease_one_wins(server: FakeApiServer) 
 def test_the_timings_keep_client_gos_order() -> None:
     with pytest.raises(ValueError, match="retry < renew deadline < lease duration"):
         LeaderElector(None, NS, "a", lease_seconds=10, renew_deadline=10.0)  # type: ignore[arg-type]
+
+
+def test_the_leader_renews_with_one_request_and_reads_only_after_a_conflict(server: FakeApiServer) -> None:
+    """client-go's fast path (tryAcquireOrRenew: "fast path for the leader to update optimistically assuming that
+    the record observed last time is the current version"): one PUT per renewal while nothing else wrote the
+    Lease; after someone did, the 409 sends it back to a read, which finds what happened."""
+    clock = Clock()
+    a = _elector(server, "a", clock)
+    assert a.try_acquire_or_renew()
+    before = len(server.requests)
+    clock.now += 2
+    assert a.try_acquire_or_renew()
+    assert [r.method for r in server.requests[before:]] == ["PUT"]
+    server.update("leases", LEASE_NAME, NS, lambda obj: None, group="coordination.k8s.io")  # a new version
+    before = len(server.requests)
+    clock.now += 2
+    assert a.try_acquire_or_renew()  # still ours by holder and transitions: the read confirms, the write renews
+    assert [r.method for r in server.requests[before:]] == ["PUT", "GET", "PUT"]
