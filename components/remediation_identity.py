@@ -59,14 +59,9 @@ class AzureRemediation:
 
 
 def azure_remediation(config: GpuStackConfig) -> AzureRemediation | None:
-    """`remediation.cloud` when its provider is `azure`, else None.
-
-    Read by attribute, so the stack asks only for `remediation.cloud.provider` and `.reimage` of the config's
-    `remediation` section, whatever else that section holds (and a config without the section has no cloud)."""
-    cloud = getattr(getattr(config, "remediation", None), "cloud", None)
-    if getattr(cloud, "provider", None) != "azure":
-        return None
-    return AzureRemediation(reimage=bool(getattr(cloud, "reimage", True)))
+    """`remediation.cloud` when its provider is `azure`, else None."""
+    cloud = config.remediation.cloud
+    return AzureRemediation(reimage=cloud.reimage) if cloud.provider == "azure" else None
 
 
 def oidc_issuer_url(profile: Any, cluster: str) -> str:

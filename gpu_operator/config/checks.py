@@ -25,6 +25,7 @@ from gpu_operator.config.monitoring_inputs import MONITORING_INPUT_CHECKS
 from gpu_operator.config.namespace_checks import NAMESPACE_CHECKS
 from gpu_operator.config.network_checks import NETWORK_CHECKS
 from gpu_operator.config.pool_checks import POOL_CHECKS
+from gpu_operator.config.remediation_checks import REMEDIATION_CHECKS
 
 __all__ = ["CHECKS", "semantic_problems"]
 
@@ -358,6 +359,7 @@ CHECKS: tuple[Check, ...] = (
     *MONITORING_CHECKS,
     *MONITORING_INPUT_CHECKS,
     *DRA_CHECKS,
+    *REMEDIATION_CHECKS,
 )
 
 

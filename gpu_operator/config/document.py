@@ -13,6 +13,7 @@ pools: [...]                   # AKS GPU node pools; their taints, OS images and
 network: {...}                 # NVIDIA's Network Operator: RDMA for InfiniBand pools (on by default with them)
 monitoring: {...}              # GPU alerts and recording rules (PrometheusRule) and their thresholds
 dra: {...}                     # NVIDIA's DRA driver for pools with gpuAllocation: dra, and claim templates
+remediation: {...}             # what the operator controller does about GPU faults (observe mode by default)
 ```
 
 With pools, the config the operands are rendered from is the *effective* one (`gpu_operator.config.effective`):
@@ -42,6 +43,7 @@ from gpu_operator.config.mig_parted import MigPartedConfig
 from gpu_operator.config.monitoring import MonitoringSpec
 from gpu_operator.config.network import NetworkSpec
 from gpu_operator.config.pools import GpuPool
+from gpu_operator.config.remediation import RemediationSpec
 
 __all__ = ["NFD_CHART", "NfdSpec", "OperandConfigs", "GpuStackConfig", "NFD_SUBCHART_VALUES"]
 
@@ -205,6 +207,7 @@ class GpuStackConfig(ConfigModel):
     monitoring: MonitoringSpec = MonitoringSpec()
     dra: DraSpec = DraSpec()
     controller: ControllerSpec = ControllerSpec()
+    remediation: RemediationSpec = RemediationSpec()
 
     @property
     def controller_enabled(self) -> bool:

@@ -9,7 +9,6 @@ resource group, which the cluster names in `nodeResourceGroup`.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pulumi
@@ -18,7 +17,6 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from gpu_operator.components import GpuCluster, GpuOperator
-from gpu_operator.components import cluster as cluster_module
 from gpu_operator.components.component_args import ComponentArgsError
 from gpu_operator.components.feature_registration import FeatureWait
 from gpu_operator.components.remediation_identity import (
@@ -134,13 +132,14 @@ def test_a_cluster_without_an_oidc_issuer_is_refused_with_the_fix() -> None:
 
 @pytest.mark.parametrize(("remediation", "expected"), [
     (None, None),
-    (SimpleNamespace(cloud=None), None),
-    (SimpleNamespace(cloud=SimpleNamespace(provider=None, reimage=True)), None),
-    (SimpleNamespace(cloud=SimpleNamespace(provider="azure", reimage=True)), AzureRemediation(reimage=True)),
-    (SimpleNamespace(cloud=SimpleNamespace(provider="azure", reimage=False)), AzureRemediation(reimage=False)),
+    ({"cloud": {}}, None),
+    ({"cloud": {"reimage": True}}, None),
+    ({"cloud": {"provider": "azure"}}, AzureRemediation(reimage=True)),
+    ({"cloud": {"provider": "azure", "reimage": False}}, AzureRemediation(reimage=False)),
 ])
 def test_the_setting_is_remediation_cloud_provider_azure(remediation: Any, expected: Any) -> None:
-    assert azure_remediation(SimpleNamespace(remediation=remediation)) == expected  # type: ignore[arg-type]
+    document = {} if remediation is None else {"remediation": remediation}
+    assert azure_remediation(parse_config(document)) == expected
 
 
 def _cluster_program(document: dict[str, Any]):
@@ -155,14 +154,12 @@ def _controller(recording: Recording, kind: str) -> Any:
     return found
 
 
-@pytest.fixture
-def azure_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`remediation.cloud.provider: azure`, as the config's `remediation` section will say it."""
-    monkeypatch.setattr(cluster_module, "azure_remediation", lambda config: AzureRemediation())
+#: The document with `remediation.cloud.provider: azure`.
+ON_AZURE = {**DOCUMENT, "remediation": {"cloud": {"provider": "azure"}}}
 
 
-def test_the_cluster_gives_the_controller_its_identity(azure_configured: None) -> None:
-    recording = run_azure_program(_cluster_program(with_agents(DOCUMENT)), mocks=ClusterMocks())
+def test_the_cluster_gives_the_controller_its_identity() -> None:
+    recording = run_azure_program(_cluster_program(with_agents(ON_AZURE)), mocks=ClusterMocks())
     [component] = recording.of_type("gpu-operator:index:RemediationIdentity")
     assert component.parent == recording.of_type("gpu-operator:index:GpuCluster")[0].urn
     account = _controller(recording, "core/v1:ServiceAccount")
@@ -182,9 +179,9 @@ def test_without_the_setting_the_controller_has_no_azure_identity() -> None:
     assert "azure.workload.identity/use" not in labels
 
 
-def test_without_a_controller_no_identity_is_made(azure_configured: None) -> None:
-    assert not parse_config(DOCUMENT).controller_enabled
-    recording = run_azure_program(_cluster_program(DOCUMENT), mocks=ClusterMocks())
+def test_without_a_controller_no_identity_is_made() -> None:
+    assert not parse_config(ON_AZURE).controller_enabled
+    recording = run_azure_program(_cluster_program(ON_AZURE), mocks=ClusterMocks())
     assert recording.of_type(IDENTITY) == [] and recording.of_type(GRANT) == []
 
 

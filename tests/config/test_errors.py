@@ -522,8 +522,10 @@ def test_cross_section_rule(check: str, failing: dict[str, Any], path: str, pass
 
 def test_every_rule_has_a_case() -> None:
     from tests.config.test_dra import DRA_CASES  # the DRA rules' cases live beside the DRA section's tests
+    from tests.config.test_remediation import REMEDIATION_CASES  # and the remediation rules' beside theirs
 
-    assert {case[0] for case in CASES + DRA_CASES} == {check.__name__ for check in CHECKS}
+    cases = CASES + DRA_CASES + REMEDIATION_CASES
+    assert {case[0] for case in cases} == {check.__name__ for check in CHECKS}
 
 
 @pytest.mark.parametrize(("document", "expected"), [

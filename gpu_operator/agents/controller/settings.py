@@ -1,7 +1,9 @@
 """The controller's settings: the JSON document the render writes into its ConfigMap, read once at start.
 
 The render knows what the controller must: which operands have DaemonSets (so which deploy labels to write), the
-sandbox and MIG settings, and the driver's `upgradePolicy` in the ClusterPolicy's own spelling. A change of any of
+sandbox and MIG settings, the driver's `upgradePolicy` in the ClusterPolicy's own spelling, and the config
+document's `remediation` section (read into the planner's policy by `gpu_operator.remediation`; without the key,
+the policy's defaults: observe mode). A change of any of
 them changes the Deployment's template (a checksum annotation), so a new controller starts with the new settings.
 A document that does not parse is an error naming the key, never a controller running with half its settings.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.facts.label_selector import LabelSelector, parse_selector
 from gpu_operator.labels import LabellingPolicy
+from gpu_operator.remediation import PolicyError, RemediationPolicy, policy_from_document
 from gpu_operator.upgrade import UpgradePolicy
 
 __all__ = ["ControllerSettings", "SettingsError", "parse_settings"]
@@ -43,6 +46,8 @@ class ControllerSettings:
     drain: DrainOptions = DrainOptions(timeout=300.0)
     """`upgradePolicy.drain`: the same, and the podSelector of the pods it drains."""
     resync_seconds: float = 300.0
+    remediation: RemediationPolicy = RemediationPolicy()
+    """The `remediation` section: what the remediation planner does about GPU faults."""
 
 
 def _field(document: Mapping[str, Any], path: str, kind: type | tuple[type, ...], default: Any) -> Any:
@@ -65,6 +70,14 @@ def _max_unavailable(value: int | str) -> int | str:
     if not number.isdigit():
         raise SettingsError(f"upgradePolicy.maxUnavailable must be a count or a percentage such as '25%', not {value!r}")
     return value if isinstance(value, str) and value.endswith("%") else int(number)
+
+
+def _remediation(document: Mapping[str, Any]) -> RemediationPolicy:
+    try:
+        return policy_from_document(_field(document, "remediation", dict, {}))
+    except PolicyError as error:
+        raise SettingsError("; ".join(f"remediation.{path}: {message}" if path else f"remediation: {message}"
+                                      for path, message in error.problems)) from None
 
 
 def parse_settings(text: str, namespace: str) -> ControllerSettings:
@@ -101,7 +114,7 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
                             float(f(f"upgradePolicy.{section}.timeoutSeconds", int, 300)), pod_selector)
 
     return ControllerSettings(
-        namespace=namespace, labelling=labelling, upgrade=upgrade,
+        namespace=namespace, labelling=labelling, upgrade=upgrade, remediation=_remediation(document),
         driver_enabled=f("driver.enabled", bool, True), driver_app=f("driver.app", str, DRIVER_APP),
         validator_apps=tuple(f("validatorApps", list, list(VALIDATOR_APPS))),
         wait_pod_selector=selector("upgradePolicy.waitForCompletion.podSelector"),

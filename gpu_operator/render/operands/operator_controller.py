@@ -5,8 +5,9 @@ NVIDIA's chart runs its operator as Deployment `gpu-operator` (ServiceAccount `g
 an upgrade's drain never evicts them). Ours has the same names and runs `gpu-operator-agent operator` from the
 agents image: it labels GPU nodes and rolls driver upgrades (see `gpu_operator.agents.controller`). Its settings
 are a JSON document in ConfigMap `gpu-operator-controller`, built from the rest of the render (the deploy labels
-its DaemonSets select) and `operator.driver.upgradePolicy`; a checksum of it on the pod template restarts the
-controller when they change.
+its DaemonSets select), `operator.driver.upgradePolicy` and the `remediation` section (every default spelled out,
+so a rule change shows in `pulumi preview`); a checksum of it on the pod template restarts the controller when
+they change.
 
 RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
 classes and every operand object): nodes list/watch/patch, pods list and pods/eviction create cluster-wide
@@ -82,6 +83,7 @@ def controller_settings(ctx: RenderContext) -> Object:
         },
         "validationTimeoutSeconds": ctx.config.controller.validation_timeout_seconds,
         "resyncSeconds": ctx.config.controller.resync_seconds,
+        "remediation": ctx.config.remediation.settings_document(),
     }
 
 

@@ -9,12 +9,14 @@ import pytest
 
 from gpu_operator.agents.controller import command
 from gpu_operator.agents.controller.settings import SettingsError, parse_settings
+from gpu_operator.remediation import RemediationPolicy
 
 
 def test_defaults_are_nvidias() -> None:
     settings = parse_settings("{}", "gpu-operator")
     assert settings.upgrade.max_parallel_upgrades == 1 and settings.upgrade.max_unavailable == "25%"
     assert settings.upgrade.auto_upgrade and not settings.upgrade.drain
+    assert settings.remediation == RemediationPolicy()  # observe mode
 
 
 @pytest.mark.parametrize(("document", "named"), [
@@ -23,6 +25,10 @@ def test_defaults_are_nvidias() -> None:
     ({"upgradePolicy": {"autoUpgrade": "yes"}}, "upgradePolicy.autoUpgrade"),
     ({"upgradePolicy": {"drain": {"podSelector": "team in (a"}}}, "upgradePolicy.drain.podSelector"),
     ({"labelling": {"sandboxMode": 1}}, "labelling.sandboxMode"),
+    ({"remediation": []}, "remediation"),
+    ({"remediation": {"mode": "loud"}}, "remediation.mode"),
+    ({"remediation": {"breaker": {"maxNodes": "ten"}}}, "remediation.breaker.maxNodes"),
+    ({"remediation": {"rules": {"thermal": {"actions": ["reboot"]}}}}, "remediation.rules.thermal.actions"),
 ])
 def test_a_bad_key_is_named(document: dict, named: str) -> None:
     with pytest.raises(SettingsError, match=named.replace(".", r"\.")):

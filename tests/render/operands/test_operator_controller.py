@@ -10,6 +10,7 @@ import pytest
 from gpu_operator.agents.controller.settings import parse_settings
 from gpu_operator.config import parse_config
 from gpu_operator.labels import LabellingPolicy
+from gpu_operator.remediation import Breaker, Mode, RemediationPolicy
 from gpu_operator.render import render
 
 IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
@@ -42,6 +43,25 @@ def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
     assert settings.upgrade.validation_timeout_seconds == 120 and settings.resync_seconds == 60
     # the labelling policy is the ClusterPolicy's sandbox and MIG settings (NVIDIA labels a workload's whole set)
     assert settings.labelling == LabellingPolicy(mig_manager_enabled=True, mig_default_config="all-disabled")
+
+
+def test_the_remediation_section_is_in_the_settings_and_a_rule_change_restarts_the_controller() -> None:
+    rule = {"remediation": {"mode": "enforce", "rules": {"reset-required": {"actions": ["cordon", "reboot"]}},
+                            "breaker": {"maxNodes": 3, "maxPercent": None}}}
+    objects = _objects({**IMAGE, **rule})
+    text = objects[("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"]
+    policy = parse_settings(text, "gpu-operator").remediation
+    assert policy.mode is Mode.ENFORCE and policy.rule_for("", "reset-required").actions == ("cordon", "reboot")
+    assert policy.breaker == Breaker(max_nodes=3)
+    default = parse_settings(_objects(IMAGE)[("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"],
+                             "gpu-operator")
+    assert default.remediation == RemediationPolicy()
+
+    def checksum(found: dict[tuple[str, str], dict[str, Any]]) -> str:
+        template = found[("Deployment", "gpu-operator")]["spec"]["template"]
+        return template["metadata"]["annotations"]["gpu-operator.pulumi.com/settings-checksum"]
+
+    assert checksum(objects) != checksum(_objects(IMAGE))
 
 
 def test_sandbox_workloads_turn_the_upgrades_off_as_nvidia_does() -> None:
