@@ -281,8 +281,11 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     )
     from gpu_operator.policy.model import chart_object
     from gpu_operator.render import render_operands
+    from gpu_operator.render.operands.operator_controller import controller_notes
 
     config = _load_config(args.file)
+    for message in controller_notes(config):  # what is off without the controller, as render says it
+        _note(message)
     charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
               for c in _charts(config)]
     stack = stack_objects(config, render_operands(config))

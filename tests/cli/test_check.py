@@ -100,3 +100,24 @@ def test_a_local_chart_is_judged_as_the_policy_pack_sees_it(
     assert main(["check", "-f", str(config)]) == 0
     [chart] = [obj for obj in judged if obj["kind"] == "Chart"]
     assert (chart["metadata"]["name"], chart["chart"], chart["version"]) == ("node-feature-discovery", "charts/nfd", "")
+
+
+def test_check_and_render_say_remediation_and_upgrades_are_off_without_the_controller(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, {})  # NVIDIA's images alone
+    for command in (["check", "-f", str(path)], ["render", "-f", str(path), "-o", str(tmp_path / "out")]):
+        assert main(command) == 0
+        notes = [line for line in capsys.readouterr().err.splitlines() if "no operator controller runs" in line]
+        assert len(notes) == 1 and "GPU fault remediation and rolling driver upgrades are off" in notes[0]
+    path.write_text(yaml.safe_dump({"agents": {"image": {"repository": "example.azurecr.io/agents", "tag": "1"}}}))
+    assert main(["check", "-f", str(path)]) == 0
+    assert "no operator controller runs" not in capsys.readouterr().err
+
+
+def test_production_advises_bounded_remediation_restarts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = {"agents": {"image": {"repository": "example.azurecr.io/agents", "tag": "1"}},
+                "remediation": {"mode": "enforce", "breaker": {"maxNodes": None, "maxPercent": None}}}
+    assert main(["check", "--production", "-f", str(_write(tmp_path, document))]) == 0  # advisory
+    out = capsys.readouterr().out
+    assert "remediation-restarts-are-bounded: ConfigMap gpu-operator/gpu-operator-controller" in out
+    assert "without a breaker" in out

@@ -20,7 +20,9 @@ from gpu_operator.config import parse_config
 from gpu_operator.render.notes import render_notes
 from tests.support.stack_programs import STACKS_DIR, run_program_file
 
-QUIET = {"operator": {"mig": {"strategy": "mixed"}}}
+# with the agents image, so the controller runs (without it the render says remediation and upgrades are off)
+QUIET = {"operator": {"mig": {"strategy": "mixed"}},
+         "agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
 UNUSED = {**QUIET, "network": {"namespace": "nw"}, "dra": {"namespaces": {"ml": "existing"}}}
 
 

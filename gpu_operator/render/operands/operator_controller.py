@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from gpu_operator.config import GpuStackConfig
 from gpu_operator.render.aks.node_labels import labelling_policy
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import (
@@ -41,7 +42,7 @@ from gpu_operator.render.k8s import (
     service_account,
 )
 
-__all__ = ["KEY", "NAME", "STATE", "controller_settings", "render_with"]
+__all__ = ["KEY", "NAME", "STATE", "controller_notes", "controller_settings", "render_with"]
 
 STATE = "state-operator"
 KEY = "operator_controller"
@@ -85,6 +86,24 @@ def controller_settings(ctx: RenderContext) -> Object:
         "resyncSeconds": ctx.config.controller.resync_seconds,
         "remediation": ctx.config.remediation.settings_document(),
     }
+
+
+def controller_notes(config: GpuStackConfig) -> list[str]:
+    """Without the controller, what is off and how to turn it on (one note; none when it runs).
+
+    The controller runs from the agents image, so a stack on NVIDIA's images alone has none: GPU fault remediation
+    (on by default, in observe mode) and rolling driver upgrades would be silently absent."""
+    if config.controller_enabled:
+        return []
+    off = "GPU fault remediation" + (" and rolling driver upgrades are" if config.operator.driver.enabled else " is")
+    if config.controller.enabled is False:
+        return [f"controller.enabled is false, so no operator controller runs: {off} off (remediation.mode "
+                f"{config.remediation.mode} does nothing); remove controller.enabled: false to turn them on"]
+    upgrades = (": a new operator.driver.version reaches a node only when its driver pod is deleted"
+                if config.operator.driver.enabled else "")
+    return [f"no operator controller runs with NVIDIA's images alone (agents.image and agents.build are unset), so "
+            f"{off} off{upgrades}; set agents.image (an image you pushed, `make image`) or agents.build (the stack "
+            "builds and pushes it) to turn them on"]
 
 
 def _rbac(ctx: RenderContext) -> list[Object]:

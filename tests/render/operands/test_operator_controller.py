@@ -12,6 +12,7 @@ from gpu_operator.config import parse_config
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.remediation import Breaker, Mode, RemediationPolicy
 from gpu_operator.render import render
+from gpu_operator.render.operands.operator_controller import controller_notes
 
 IMAGE = {"agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
 
@@ -23,6 +24,21 @@ def _objects(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def test_no_controller_without_the_agents_image_or_when_turned_off() -> None:
     assert ("Deployment", "gpu-operator") not in _objects({})
     assert ("Deployment", "gpu-operator") not in _objects({**IMAGE, "controller": {"enabled": False}})
+
+
+def test_without_the_controller_a_note_says_remediation_and_upgrades_are_off_and_how_to_turn_them_on() -> None:
+    [note] = controller_notes(parse_config({}))
+    assert note.startswith("no operator controller runs with NVIDIA's images alone (agents.image and agents.build "
+                           "are unset), so GPU fault remediation and rolling driver upgrades are off")
+    assert note.endswith("set agents.image (an image you pushed, `make image`) or agents.build (the stack builds "
+                         "and pushes it) to turn them on")
+    [off] = controller_notes(parse_config({**IMAGE, "controller": {"enabled": False}}))
+    assert off == ("controller.enabled is false, so no operator controller runs: GPU fault remediation and rolling "
+                   "driver upgrades are off (remediation.mode observe does nothing); remove controller.enabled: "
+                   "false to turn them on")
+    [no_driver] = controller_notes(parse_config({"operator": {"driver": {"enabled": False}}}))
+    assert "GPU fault remediation is off;" in no_driver and "upgrade" not in no_driver
+    assert controller_notes(parse_config(IMAGE)) == []
 
 
 def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
