@@ -29,7 +29,7 @@ Classes the health monitor writes no condition for (`application`, `informationa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -243,6 +243,18 @@ class RemediationPolicy:
         rule = (own.rules.get(fault_class) if own is not None else None) or self.rules.get(fault_class) or Rule()
         actions = rule.actions if rule.actions is not None else FAULT_CLASSES[fault_class].ladder
         return EffectiveRule(fault_class, actions, rule.dry_run, rule.drain or self.drain, rule.taint or self.taint)
+
+    def node_agent_actions(self, pools: Iterable[str] = ()) -> frozenset[str]:
+        """What the controller may ask of a node's own agent under this policy (`reset-gpu`, and `reboot` where no
+        cloud reboots the node), in the cluster's mode or any of `pools` (and the policy's own pools): what the
+        health monitor must be able to carry out. Empty when every such rule only observes or dry-runs."""
+        wanted = {"reset-gpu"} | ({"reboot"} if self.cloud.provider is None else set())
+        found: set[str] = set()
+        for pool in {"", *pools, *self.pools}:
+            if self.mode_for(pool) is Mode.ENFORCE:
+                found |= {action for name in FAULT_CLASSES for rule in [self.rule_for(pool, name)]
+                          if not rule.dry_run for action in rule.actions if action in wanted}
+        return frozenset(found)
 
     def unguarded_restarts(self) -> list[str]:
         """Where rules that enforce a reboot or reimage run without a breaker or a rate cap, in words (empty: none).

@@ -142,3 +142,16 @@ def test_a_bad_json_section_names_every_key() -> None:
         "mode", "rules.thermal.actions", "xids.classify.x", "drain.mode", "maxConcurrent", "breaker.maxNodes",
         "pools.a", "cloud.reimage"]
     assert "mode: must be one of observe, enforce, dry-run, not 'fix-it'" in str(raised.value)
+
+
+def test_the_node_agent_is_asked_for_resets_and_reboots_only_where_rules_enforce_them() -> None:
+    assert RemediationPolicy().node_agent_actions() == frozenset()  # observe
+    assert RemediationPolicy(mode=Mode.ENFORCE).node_agent_actions() == {"reset-gpu", "reboot"}
+    assert RemediationPolicy(mode=Mode.ENFORCE, cloud=CloudSpec("azure")).node_agent_actions() == {"reset-gpu"}
+    only_reboots = {name: Rule(("cordon", "reboot")) for name in ("reset-required", "nvlink")}
+    assert RemediationPolicy(mode=Mode.ENFORCE, rules=only_reboots).node_agent_actions() == {"reboot"}
+    dry = {name: Rule(dry_run=True) for name in ("reset-required", "nvlink", "fallen-off-bus", "reboot-required")}
+    assert RemediationPolicy(mode=Mode.ENFORCE, rules=dry).node_agent_actions() == frozenset()
+    pooled = RemediationPolicy(pools={"h100": PoolPolicy(mode=Mode.ENFORCE)})
+    assert pooled.node_agent_actions() == {"reset-gpu", "reboot"}
+    assert RemediationPolicy(mode=Mode.DRY_RUN).node_agent_actions(["a100"]) == frozenset()
