@@ -1,10 +1,12 @@
 """The planner, scenario by scenario: each of issue 26's acceptance cases on a simulated fleet, and the edges.
 
 The fleet (tests/remediation/simulation.py) carries plans out in the actuator's order (patch, then actions) and
-answers as the node agent does. Where we follow NVIDIA: operands are paused for a reset as mig-parted's
-reconfigure.go `maybeSetPaused`/`maybeSetTrue` pause and restore them for a MIG change (only `true` labels paused,
-NVIDIA's set of operand labels); the drain modes are NVSentinel node-drainer's Immediate (evict),
-DeleteAfterTimeout (delete) and AllowCompletion (wait-for-completion).
+answers as the node agent does. Where we follow NVIDIA: operands are paused for a reset as mig-parted v0.15.0
+pkg/mig/reconfigure/reconfigure.go pauses them for a MIG change (its set of operand labels, `maybeSetPaused` /
+`maybeSetTrue`, the client label only where the node has it; but only `true` labels are paused and only our pause
+value is put back), the GPUs are touched only once the paused operands' pods are gone (`waitForPodDeletion`), and
+the validator pod is restarted after the GPUs changed (`restartValidatorPod`); the drain modes are NVSentinel
+node-drainer's Immediate (evict), DeleteAfterTimeout (delete) and AllowCompletion (wait-for-completion).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ def test_xid_48_takes_the_reset_path_with_a_partial_drain_and_paused_operands() 
     assert "nvidia.com/gpu.deploy.client" not in paused[0]  # only labels the node has, and only `true` ones
     assert fleet.views["n1"].labels["nvidia.com/gpu.deploy.device-plugin"] == "true"  # restored
     assert len(fleet.resets) == 1 and fleet.reboots == {}
+    [validating] = [p.nodes["n1"] for p in fleet.plans if p.nodes["n1"].after is State.VALIDATING]
+    assert validating.restart_validator is not None and validating.patch.labels[
+        "nvidia.com/gpu.deploy.device-plugin"] == "true"  # the operands come back with the validation
 
 
 def test_the_reset_is_asked_only_once_the_paused_operands_stopped() -> None:
