@@ -206,3 +206,17 @@ class RemediationSpec(ConfigModel):
         """The planner's policy (what the controller reads back from the settings)."""
         return policy_from_document(self.settings_document())
 
+    def fault_taints(self) -> list[dict[str, str]]:
+        """The taints a `taint` rung may add (any class, any pool, unless every rule only observes), as the
+        tolerations the GPU operands carry: after a GPU reset their pods must come back to the tainted node, and the
+        validator must run there before the node is handed back."""
+        policy = self.policy()
+        found: list[dict[str, str]] = []
+        for pool in ("", *policy.pools):
+            for fault_class in FAULT_CLASSES:
+                rule = policy.rule_for(pool, fault_class)
+                toleration = {"key": rule.taint.key, "operator": "Exists", "effect": rule.taint.effect}
+                if "taint" in rule.actions and toleration not in found:
+                    found.append(toleration)
+        return found
+

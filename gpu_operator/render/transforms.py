@@ -5,7 +5,8 @@ function complete at reconcile time. Our operand modules build the template; :fu
 applies the shared part, step for step:
 
 1. `daemonsets.updateStrategy` (the driver DaemonSet always stays `OnDelete`);
-2. `daemonsets.priorityClassName`, 3. `daemonsets.tolerations` (replacing the template's), 4. `podSecurityContext`;
+2. `daemonsets.priorityClassName`, 3. `daemonsets.tolerations` (replacing the template's; ours add the taints the
+   GPU fault remediation may put on a node, so the operands return after a repair), 4. `podSecurityContext`;
 5. `hostPaths.rootFS` and 6. `hostPaths.driverInstallDir` rewrites of the well-known volumes;
 7. the operand's own `imagePullPolicy`, `imagePullSecrets`, `resources` (regular containers only), `args`, `env`,
    `hostNetwork`;
@@ -76,6 +77,9 @@ def _scheduling(ctx: RenderContext, pod: Object) -> None:
         pod["priorityClassName"] = settings.priority_class_name
     if settings.tolerations:
         pod["tolerations"] = [t.model_dump(by_alias=True, exclude_none=True) for t in settings.tolerations]
+    for toleration in ctx.config.remediation.fault_taints():  # operands come back after a repair, to validate it
+        if toleration not in pod.setdefault("tolerations", []):
+            pod["tolerations"].append(toleration)
     if settings.pod_security_context is not None:
         pod["securityContext"] = settings.pod_security_context.model_dump(by_alias=True, exclude_none=True)
 

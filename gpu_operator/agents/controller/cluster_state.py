@@ -102,6 +102,9 @@ class ClusterState:
     eviction_waiting_for: Mapping[str, str] = field(default_factory=dict)
     """What each node's pod step still waits for (a refusal, pods terminating): the reason it fails with when its
     timeout passes."""
+    remediation_holds: frozenset[str] = frozenset()
+    """Nodes the GPU fault remediation holds, or takes this round: never admitted to a driver upgrade (the upgrade
+    reads them as skipped; their remediation state label says the same once written)."""
     gpu_claim_nodes: frozenset[str] = frozenset()
     """Of the nodes `reconcile.nodes_needing_claims` names, those where a pod still holds a ResourceClaim of
     NVIDIA's GPU DRA driver (:func:`gpu_claim_holders`): their `gpu.deploy.dra-driver` label stays for now."""

@@ -142,7 +142,12 @@ def main(argv: Sequence[str]) -> int:
     start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
     health = _serve_health(health_address)
     _Health.alive.set()
-    loop = ControllerLoop(client, settings, metrics, stop=stop)
+    cloud = None
+    if settings.remediation.cloud.provider == "azure":  # the Azure SDK loads only when a cloud acts
+        from gpu_operator.agents.cloud.azure_vmss import AzureVmss
+
+        cloud = AzureVmss()
+    loop = ControllerLoop(client, settings, metrics, stop=stop, cloud=cloud)
 
     def on_signal(*_: object) -> None:
         stop.set()

@@ -16,6 +16,7 @@ way finishes, the rest are abandoned). Only a bug raises out of a round with a t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -47,6 +48,8 @@ from gpu_operator.agents.controller.reconcile import (
     nodes_needing_pods,
     reconcile,
 )
+from gpu_operator.agents.cloud import aks_hand_off
+from gpu_operator.agents.controller.remediation import Remediator
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
 from gpu_operator.agents.kube.errors import KubeError, NotFound, NotLeader, kube_error
@@ -59,6 +62,7 @@ _DEBOUNCE_SECONDS = 0.1
 _FENCED_RECHECK_SECONDS = 0.5
 _SYNC_REPORT_SECONDS = 60.0
 _COMPONENT = "gpu-operator-controller"
+_REMEDIATION_COMPONENT = "gpu-operator-remediation"
 #: Events of a cluster-scoped object (a Node) live in `default`, as the kubelet's and NVIDIA's do: the API server
 #: accepts a Node's event in no other namespace.
 EVENT_NAMESPACE = "default"
@@ -74,7 +78,8 @@ def _failure(error: Exception) -> KubeError:
 
 class ControllerLoop:
     def __init__(self, client: Client, settings: ControllerSettings, metrics: ControllerMetrics, *,
-                 clock: Callable[[], float] = time.time, stop: threading.Event | None = None) -> None:
+                 clock: Callable[[], float] = time.time, stop: threading.Event | None = None,
+                 cloud: object = None) -> None:
         self._client, self._settings, self._metrics, self._clock = client, settings, metrics, clock
         self.stop = stop or threading.Event()
         self.wake = threading.Event()
@@ -87,6 +92,8 @@ class ControllerLoop:
         self._informers = (self._nodes, self._pods, self._daemonsets, self._revisions)
         self.actuator = Actuator(client, ns, wait_selector=settings.wait_pod_selector,
                                  pod_deletion=settings.pod_deletion, drain=settings.drain, clock=clock)
+        self.remediator = Remediator(client, settings.remediation, ns, validator_apps=settings.validator_apps,
+                                     pods_on=self.actuator.pods_on, clock=clock, cloud=cloud, hand_off=aks_hand_off)
         self._status: dict[str, str] | None = None
         self._status_written = 0.0
         self._uncounted: set[str] = set()
@@ -111,6 +118,7 @@ class ControllerLoop:
     def close(self) -> None:
         for informer in self._informers:
             informer.stop()
+        self.remediator.close()
 
     # --- one round ----------------------------------------------------------------------------------------------
 
@@ -173,7 +181,15 @@ class ControllerLoop:
         started = time.monotonic()
         now = self._clock()
         state = self.state()
-        plan = reconcile(state, self._settings, now)
+        nodes, pods = self._nodes.items(), self._pods.items()
+        remediation = self.remediator.plan(nodes, pods, now)
+        # planned first, so that a node it takes this round is not admitted to an upgrade in the same round
+        plan = reconcile(dataclasses.replace(state, remediation_holds=self.remediator.holds(remediation)),
+                         self._settings, now)
+        self.remediator.carry_out(remediation, nodes, self._act)
+        for event in remediation.events:
+            self._event(UpgradeEvent(event.node, "", event.message, event.warning), now, reason=event.reason,
+                        component=_REMEDIATION_COMPONENT)
         skipped = self._uncounted
         for action in (a for a in plan.pod_actions if a.node not in skipped):
             if self._act(action.kind, action.node, lambda action=action: self.actuator.run_pod_action(action)):
@@ -189,20 +205,22 @@ class ControllerLoop:
             return plan
         operands = operand_status(state.daemonsets.values())
         summary = census(state, plan.observations, self._settings.upgrade.max_parallel_upgrades, operands)
-        self._write_status(status_data(state, summary, operands))
+        self._write_status(status_data(state, summary, operands, remediation.steps))
         self._metrics.record(summary, self._settings.upgrade.auto_upgrade, now)
+        self._metrics.record_remediation(remediation)
         self._metrics.duration.observe(time.monotonic() - started)
         self.rounds += 1
         self.last_round = time.monotonic()
         return plan
 
-    def _event(self, event: UpgradeEvent, now: float) -> None:
+    def _event(self, event: UpgradeEvent, now: float, *, reason: str = "GPUDriverUpgrade",
+               component: str = _COMPONENT) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
         body = Event(
             metadata=ObjectMeta(generateName=f"{event.node}.", namespace=EVENT_NAMESPACE),
             involvedObject=ObjectReference(kind="Node", name=event.node, apiVersion="v1"),
-            reason="GPUDriverUpgrade", message=event.message, type="Warning" if event.warning else "Normal",
-            source=EventSource(component=_COMPONENT), firstTimestamp=stamp, lastTimestamp=stamp, count=1,
+            reason=reason, message=event.message, type="Warning" if event.warning else "Normal",
+            source=EventSource(component=component), firstTimestamp=stamp, lastTimestamp=stamp, count=1,
         )
         # an event is a report: losing one must not stop the upgrade
         if self._act("event", event.node, lambda: self._client.create(body)):

@@ -3,7 +3,9 @@
 NVIDIA's operator exports `gpu_operator_gpu_nodes_total`, `gpu_operator_reconciliation_*` (status 1 success, 0 not
 ready, -2 an operator error) and the upgrade census `gpu_operator_auto_upgrade_enabled`,
 `gpu_operator_nodes_upgrades_{in_progress,done,failed,available,pending}`; dashboards and alerts written for it
-keep working. Ours adds the reconcile duration, the API writes, the actions that failed and the leader flag.
+keep working. Ours adds the reconcile duration, the API writes, the actions that failed and the leader flag, and
+the GPU fault remediation's (`gpu_operator_remediation_*`: nodes quarantined by pool and fault class, nodes by
+state, actions by result, detection-to-cordon latency, breakers holding).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from gpu_operator.agents.controller.status import Census
+from gpu_operator.remediation import RemediationPlan
 
 __all__ = ["ControllerMetrics", "SUCCESS", "NOT_READY", "OPERATOR_ERROR"]
 
@@ -46,6 +49,22 @@ class ControllerMetrics:
                                       "API calls that still failed after the client's retries, by kind; the next round "
                                       "tries again", ["kind"], registry=r)
         self.leader = Gauge("gpu_operator_controller_leader", "1 while this replica leads", registry=r)
+        self.quarantined = Gauge("gpu_operator_remediation_quarantined_nodes",
+                                 "GPU nodes quarantined now (needs-human included), by pool and fault class",
+                                 ["pool", "fault_class"], registry=r)
+        self.remediation_states = Gauge("gpu_operator_remediation_nodes", "GPU nodes by remediation state",
+                                        ["state"], registry=r)
+        self.remediations = Counter("gpu_operator_remediation_actions", "Remediation actions started and ended, "
+                                    "by action and result (started, success, failed)", ["action", "result"],
+                                    registry=r)
+        self.cordon_latency = Histogram("gpu_operator_remediation_detection_to_cordon_seconds",
+                                        "From a fault's Node condition to the node's quarantine",
+                                        buckets=(0.25, 0.5, 1, 2, 5, 10, 30, 60, 300), registry=r)
+        self.breaker_holding = Gauge("gpu_operator_remediation_breaker_holding",
+                                     "1 while a breaker holds new quarantines back (pool \"\": the cluster's)",
+                                     ["pool"], registry=r)
+        self.breaker_deferred = Gauge("gpu_operator_remediation_breaker_deferred_nodes",
+                                      "Nodes a holding breaker defers now", ["pool"], registry=r)
 
     def record(self, summary: Census, auto_upgrade: bool, now: float) -> None:
         self.gpu_nodes.set(summary.gpu_nodes)
@@ -57,3 +76,24 @@ class ControllerMetrics:
         self.total.inc()
         self.status.set(SUCCESS if summary.operands_ready else NOT_READY)
         self.last_success.set(now)
+
+    def record_remediation(self, plan: RemediationPlan) -> None:
+        """The remediation's gauges as the plan leaves the nodes, and what it started, ended and quarantined."""
+        self.quarantined.clear()
+        for (pool, fault_class), count in plan.metrics.quarantined.items():
+            self.quarantined.labels(pool, fault_class).set(count)
+        self.remediation_states.clear()
+        for state in sorted({node.after.value for node in plan.nodes.values()}):
+            self.remediation_states.labels(state or "healthy").set(
+                sum(node.after.value == state for node in plan.nodes.values()))
+        for action in plan.metrics.started:
+            self.remediations.labels(action, "started").inc()
+        for action, result in plan.metrics.finished:
+            self.remediations.labels(action, result).inc()
+        for seconds in plan.metrics.cordon_latency_seconds:
+            self.cordon_latency.observe(seconds)
+        self.breaker_holding.clear()
+        self.breaker_deferred.clear()
+        for breaker in plan.metrics.breakers:
+            self.breaker_holding.labels(breaker.pool).set(1 if breaker.holding else 0)
+            self.breaker_deferred.labels(breaker.pool).set(breaker.deferred)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
+from gpu_operator.remediation import blocks_upgrade
 from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
 from gpu_operator.upgrade.observation import (
     DRIVER_RESTART_LIMIT,
@@ -226,7 +227,9 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float,
         notes = node.annotations
         observations.append(NodeObservation(
             name=name, state=step, unschedulable=node.unschedulable, ready=node.ready,
-            initial_unschedulable=_initial(node), skip=node.labels.get(SKIP_LABEL) == "true",
+            initial_unschedulable=_initial(node),
+            skip=node.labels.get(SKIP_LABEL) == "true" or name in state.remediation_holds
+            or blocks_upgrade(node.labels),
             upgrade_requested=notes.get(UPGRADE_REQUESTED_ANNOTATION) == "true",
             safe_load_waiting=bool(notes.get(SAFE_LOAD_ANNOTATION)), **_driver_facts(driver, state.daemonsets),
             gpu_pods=counted, jobs_running=0 if pods is None else pods.jobs_running,

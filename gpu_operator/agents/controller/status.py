@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts
+from gpu_operator.remediation import NodeStep
 from gpu_operator.labels import DEPLOY_LABEL_PREFIX, GPU_PRESENT_LABEL, OPERANDS_SWITCH
 from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, NodeObservation, State
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION
@@ -85,7 +86,26 @@ def census(state: ClusterState, observations: Iterable[NodeObservation], max_par
     return Census(gpu_nodes, in_progress, states[State.DONE], states[State.FAILED], pending, room, ready)
 
 
-def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def _remediation(steps: Iterable[NodeStep]) -> dict[str, dict[str, Any]]:
+    """Each node under remediation: its state, fault, GPUs, the rung under way and the next step (for `diag`)."""
+    table: dict[str, dict[str, Any]] = {}
+    for step in sorted(steps, key=lambda s: s.node):
+        if not step.state and not step.fault_class:
+            continue
+        entry: dict[str, Any] = {"state": step.state or "healthy", "pool": step.pool, "fault": step.fault_class or "",
+                                 "reason": step.reason, "gpus": list(step.gpus), "next": step.next_step}
+        if step.action:
+            entry["action"] = step.action
+        if step.dry_run:
+            entry["dryRun"] = True
+        if step.problems:
+            entry["problems"] = list(step.problems)
+        table[step.node] = entry
+    return table
+
+
+def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Mapping[str, Any]],
+                remediation: Iterable[NodeStep] = ()) -> dict[str, str]:
     """The status ConfigMap's data."""
     nodes = {name: _node(node.labels, node.annotations, node.unschedulable)
              for name, node in sorted(state.nodes.items()) if node.labels.get(GPU_PRESENT_LABEL) == "true"}
@@ -95,9 +115,13 @@ def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Map
              f"{summary.pending} pending, {summary.failed} failed"]
     if not_ready:
         words.append("not ready: " + ", ".join(not_ready))
+    remediating = _remediation(remediation)
+    if remediating:
+        words.append(f"remediation: {len(remediating)} nodes")
     return {
         "state": "ready" if ready else "notReady",
         "summary": "; ".join(words),
         "operands": yaml.safe_dump(operands, sort_keys=True),
         "nodes": yaml.safe_dump(nodes, sort_keys=True),
+        "remediation": yaml.safe_dump(remediating, sort_keys=True),
     }

@@ -25,6 +25,7 @@ from gpu_operator.faults import (
     recovery_action_fault,
     xid_fault,
 )
+from gpu_operator.remediation import XidOverrides
 
 __all__ = [
     "ENTRY_SEPARATOR",
@@ -86,14 +87,23 @@ class Finding:
         return self.fault.detail if self.gpu is None else f"{self.gpu}: {self.fault.detail}"
 
 
-def xid_finding(code: int, gpu: GpuRef | None, recovery_action: int | None = None) -> Finding:
-    """The finding of an XID event. An XID 154 takes its class from NVML's recovery action field when the caller
-    could read it (an NVML event carries no message), as DCGM's `MonitorGpuRecoveryAction` reads that field."""
+def xid_finding(code: int, gpu: GpuRef | None, recovery_action: int | None = None,
+                overrides: XidOverrides = XidOverrides()) -> Finding | None:
+    """The finding of an XID event (None: the config ignores that XID). An XID 154 takes its class from NVML's
+    recovery action field when the caller could read it (an NVML event carries no message), as DCGM's
+    `MonitorGpuRecoveryAction` reads that field; the config's `remediation.xids` may put an XID in another class."""
     message = ""
     if recovery_action is not None and code == 154:
         known = RECOVERY_ACTIONS.get(recovery_action)
         message = f"GPU recovery action changed to 0x{recovery_action:x} ({known.text if known else 'unknown'})"
-    return Finding(xid_fault(code, message), gpu, latched=True)
+    fault = xid_fault(code, message)
+    chosen = overrides.fault_class(code, fault.fault_class)
+    if chosen is None:
+        return None
+    if chosen is not fault.fault_class:
+        fault = Fault(chosen, fault.action, fault.reason, fault.bucket, f"{fault.detail} (class {chosen.name} by the "
+                      "config's remediation.xids.classify)")
+    return Finding(fault, gpu, latched=True)
 
 
 def level_finding(fault: Fault, gpu: GpuRef | None, observed: str) -> Finding:

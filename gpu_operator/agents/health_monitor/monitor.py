@@ -347,7 +347,9 @@ class HealthMonitor:
         gpu = self._inventory.get(event.uuid or "")
         ref = gpu_ref(gpu) if gpu is not None else GpuRef(event.uuid, None)
         recovery = self._recovery_action(event) if event.data == 154 else None
-        finding = xid_finding(event.data, ref, recovery)
+        finding = xid_finding(event.data, ref, recovery, self.settings.xid_overrides)
+        if finding is None:
+            return  # the config ignores this XID
         if finding.fault_class.condition and self.book.add(finding):
             self.publisher.wake()
         self.events.record(_event_type(finding), finding.reason, finding.entry)

@@ -14,7 +14,10 @@
 * `--nvlink-crc-per-second` (100, DCGM's `DCGM_LIMIT_MAX_NVLINK_CRC_ERROR`);
 * `--host-actions-socket` / `HOST_ACTIONS_SOCKET` (`''`): the privileged helper's socket; without it a real node
   neither resets nor reboots (a simulated node does both in process);
-* `--serve-host-actions` / `SERVE_HOST_ACTIONS` (false): run as the privileged helper (:mod:`.host_server`).
+* `--serve-host-actions` / `SERVE_HOST_ACTIONS` (false): run as the privileged helper (:mod:`.host_server`);
+* `--xid-ignore` / `XID_IGNORE` (`''`): XIDs that raise nothing (the config's `remediation.xids.ignore`);
+* `--xid-classify` / `XID_CLASSIFY` (`''`): `<xid>=<fault class>,...`, XIDs put in another class than the
+  catalog's (`remediation.xids.classify`), so the node writes the condition the controller's rules expect.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from gpu_operator.agents.health_monitor.readings import Thresholds
 from gpu_operator.agents.nvml import NVML_ENV
 from gpu_operator.agents.nvml.selection import parse_nvml_choice
 from gpu_operator.agents.options import Option, flag_option
+from gpu_operator.faults import FAULT_CLASSES
+from gpu_operator.remediation import XidOverrides
 
 __all__ = ["OPTIONS", "Settings", "SettingsError", "build_parser", "resolve_settings"]
 
@@ -62,6 +67,23 @@ def _nvml(text: str) -> str:
     return text
 
 
+def _xids(text: str) -> frozenset[int]:
+    codes = frozenset(int(part) for part in text.split(",") if part.strip())
+    if any(code < 1 for code in codes):
+        raise ValueError("XIDs are positive numbers")
+    return codes
+
+
+def _classify(text: str) -> tuple[tuple[int, str], ...]:
+    pairs = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        code, _, name = part.partition("=")
+        if name not in FAULT_CLASSES:
+            raise ValueError(f"{part!r}: write <xid>=<fault class>, a class of {', '.join(FAULT_CLASSES)}")
+        pairs.append((int(code), name))
+    return tuple(pairs)
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("node", ("--node-name",), ("NODE_NAME",), str, "", "this node (required)"),
     Option("nvml", ("--nvml",), (NVML_ENV,), _nvml, "auto", "auto, or fake:<profile> for a simulated node"),
@@ -87,6 +109,9 @@ OPTIONS: tuple[Option, ...] = (
            "the privileged host-actions helper's socket"),
     flag_option("serve_host_actions", ("--serve-host-actions",), "SERVE_HOST_ACTIONS", False,
                 "run as the privileged host-actions helper on --host-actions-socket"),
+    Option("xid_ignore", ("--xid-ignore",), ("XID_IGNORE",), _xids, frozenset(), "XIDs that raise nothing"),
+    Option("xid_classify", ("--xid-classify",), ("XID_CLASSIFY",), _classify, (),
+           "<xid>=<fault class>,... (the config's remediation.xids.classify)"),
 )
 
 
@@ -107,10 +132,17 @@ class Settings:
     nvlink_crc_per_second: float = 100.0
     host_actions_socket: str = ""
     serve_host_actions: bool = False
+    xid_ignore: frozenset[int] = frozenset()
+    xid_classify: tuple[tuple[int, str], ...] = ()
     #: Changes are collected this long before a write, so that a burst of faults is one write.
     batch_seconds: float = 0.02
     #: How often a reset looks at the GPUs' processes while it waits for them to end.
     idle_poll: float = 1.0
+
+    @property
+    def xid_overrides(self) -> XidOverrides:
+        """The catalog as the config overrides it (the same overrides the controller's policy holds)."""
+        return XidOverrides(self.xid_ignore, dict(self.xid_classify))
 
     @property
     def thresholds(self) -> Thresholds:

@@ -89,6 +89,8 @@ class MonitorSettings:
     health_interval_seconds: int = 10
     reset_idle_timeout_seconds: int = 60
     fault_taint_key: str = FAULT_TAINT_KEY
+    xid_ignore: tuple[int, ...] = ()
+    xid_classify: tuple[tuple[int, str], ...] = ()
 
 
 def _resources() -> Object:
@@ -98,9 +100,16 @@ def _resources() -> Object:
 
 
 def monitor_settings(ctx: RenderContext) -> MonitorSettings:
-    """The monitor's settings. The config document has no `remediation` section yet, so these are its defaults:
-    mode `observe` asks no node for a reset or a reboot, and the helper is not rendered."""
-    return MonitorSettings()
+    """The monitor's settings from the config's `remediation` section: the privileged helper only where a rule
+    may ask this node's own host for a GPU reset or a reboot (the default `observe` asks none), the XID overrides
+    (so the node writes the conditions the controller's rules expect), and the taint key it tolerates."""
+    remediation = ctx.config.remediation
+    policy = remediation.policy()
+    return MonitorSettings(
+        node_actions=bool(policy.node_agent_actions(pool.name for pool in ctx.config.pools)),
+        fault_taint_key=remediation.taint.key,
+        xid_ignore=tuple(sorted(policy.xids.ignore)),
+        xid_classify=tuple(sorted(policy.xids.classify.items())))
 
 
 def _monitor(ctx: RenderContext, settings: MonitorSettings) -> Object:
@@ -111,6 +120,10 @@ def _monitor(ctx: RenderContext, settings: MonitorSettings) -> Object:
         env("HEALTH_INTERVAL_SECONDS", settings.health_interval_seconds),
         env("RESET_IDLE_TIMEOUT_SECONDS", settings.reset_idle_timeout_seconds),
     ]
+    if settings.xid_ignore:
+        variables.append(env("XID_IGNORE", ",".join(map(str, settings.xid_ignore))))
+    if settings.xid_classify:
+        variables.append(env("XID_CLASSIFY", ",".join(f"{code}={name}" for code, name in settings.xid_classify)))
     mounts = [mount("run-nvidia-validations", VALIDATIONS_DIR, read_only=True, propagation="HostToContainer")]
     if settings.node_actions:
         variables.append(env("HOST_ACTIONS_SOCKET", SOCKET))

@@ -148,3 +148,36 @@ def test_a_node_at_a_pod_step_is_planned_from_what_the_actuator_remembers(server
     assert server.get("pods", "train", "default")["metadata"]["deletionTimestamp"]
     assert state.gpu_claim_nodes == frozenset()
     loop.close()
+
+
+def test_a_fault_condition_quarantines_its_node_with_an_event_metrics_and_status(server: FakeApiServer) -> None:
+    """The controller's round carries the remediation's plan out: the fallen-off-the-bus node is cordoned and
+    labelled quarantined (marked as cordoned by us), with an Event of the remediation's own, the quarantine metric,
+    and the node's step in the status ConfigMap for `diag`."""
+    from gpu_operator.remediation import policy_from_document
+
+    server.update("nodes", "gpu-1", None, lambda node: (
+        node["metadata"]["labels"].update({"nvidia.com/gpu.present": "true"}),
+        node.setdefault("status", {}).update({"conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "GPUFallenOffBus", "status": "True", "reason": "XID79", "lastTransitionTime": "2026-11-28T00:00:00Z",
+             "message": 'GPU-1 (0000:17:00.0): XID 79 "GPU has fallen off the bus": RESTART_BM'}]})))
+    client = connect(server.client().config, retry=RetryPolicy(attempts=3, initial_delay=0.001, jitter=0.0))
+    settings = ControllerSettings(NS, LabellingPolicy(), UpgradePolicy(), resync_seconds=60,
+                                  remediation=policy_from_document({"mode": "enforce"}))
+    metrics = ControllerMetrics()
+    loop = ControllerLoop(client, settings, metrics)
+    assert loop.start()
+    loop.round()
+    node = server.get("nodes", "gpu-1")
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["labels"]["nvidia.com/gpu-remediation.state"] == "quarantined"
+    assert node["metadata"]["annotations"]["nvidia.com/gpu-remediation.cordoned"] == "true"
+    events = server.objects("events", "default")
+    assert any(e["source"]["component"] == "gpu-operator-remediation" and e["involvedObject"]["name"] == "gpu-1"
+               for e in events)
+    assert metrics.quarantined.labels("", "fallen-off-bus")._value.get() == 1
+    status = server.get("configmaps", "gpu-operator-status", NS)["data"]
+    assert "gpu-1" in status["remediation"] and "fallen-off-bus" in status["remediation"]
+    assert "gpu-0" not in status["remediation"]
+    loop.close()

@@ -446,3 +446,19 @@ def test_the_census_counts_the_managed_nodes_only() -> None:
     state = ClusterState({"gpu-0": here, "gpu-1": gone}, (_driver(),), DRIVER_SET)
     summary = census(state, reconcile(state, SETTINGS, 0).observations, 1, {})
     assert (summary.gpu_nodes, summary.done) == (2, 1)
+
+
+def test_a_node_the_remediation_holds_is_not_admitted_to_an_upgrade() -> None:
+    """Issue 26: never start an upgrade on a quarantined node, by its remediation label or because the remediation
+    takes it in this very round (the loop plans the remediation first and passes the nodes it holds)."""
+    from gpu_operator.remediation.vocabulary import STATE_LABEL as REMEDIATION_STATE
+
+    waiting = _one("upgrade-required", _driver(OLD, running_ready=True), unschedulable=False)
+    admitted = [p for p in reconcile(waiting, SETTINGS, 0).patches if p.labels.get(STATE_LABEL)]
+    assert admitted, "the unheld node is admitted: the two cases below test the hold alone"
+    held_now = ClusterState(waiting.nodes, waiting.pods, waiting.daemonsets, remediation_holds=frozenset({"gpu-0"}))
+    assert not [p for p in reconcile(held_now, SETTINGS, 0).patches if p.labels.get(STATE_LABEL)]
+    node = waiting.nodes["gpu-0"]
+    labelled = NodeFacts("gpu-0", {**node.labels, REMEDIATION_STATE: "quarantined"}, node.annotations, False)
+    held = ClusterState({"gpu-0": labelled}, waiting.pods, waiting.daemonsets)
+    assert not [p for p in reconcile(held, SETTINGS, 0).patches if p.labels.get(STATE_LABEL)]

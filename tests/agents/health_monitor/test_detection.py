@@ -197,3 +197,17 @@ def test_links_read_down_while_a_gpu_is_in_mig_mode_are_not_a_fault(server: Fake
     assert without_mig and len(without_mig) < len(profile.gpus)
     _pass(monitor, library, f"nvlink-down 0 on GPU {without_mig[0]}")
     assert conditions(server)["GPURebootRequired"]["status"] == "False"
+
+
+def test_the_configs_xid_overrides_reach_the_node(harness: Harness, server: FakeApiServer,
+                                                   library: SimulatedLibrary) -> None:
+    """Issue 26 item 7: `remediation.xids` (ignore, classify) is the controller's and the node's alike: XID 109,
+    which the catalog classes reset-required, raises nothing when ignored; XID 45, an application fault in the
+    catalog, writes the condition of the class the config gives it."""
+    monitor = _started(harness, xid_ignore=frozenset({109}), xid_classify=((45, "reboot-required"),))
+    _event(monitor, library, "xid 109 on GPU 3")
+    assert conditions(server)["GPUResetRequired"]["status"] == "False"
+    _event(monitor, library, "xid 45 on GPU 3")
+    shown = conditions(server)["GPURebootRequired"]
+    assert (shown["status"], shown["reason"]) == ("True", "XID45")
+    assert "class reboot-required by the config's remediation.xids.classify" in shown["message"]

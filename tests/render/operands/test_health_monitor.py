@@ -134,3 +134,16 @@ def test_pull_secrets_of_the_agents_image() -> None:
     document = with_agents(image={"pullSecrets": ["registry-key"]})
     pod: Object = pod_of(find(render_operand(health_monitor.render, document), "DaemonSet"))
     assert pod["imagePullSecrets"] == [{"name": "registry-key"}]
+
+
+def test_the_remediation_section_sets_the_monitor() -> None:
+    """Enforce mode with the catalog's ladders asks nodes for GPU resets (reset-required) and, with no cloud,
+    reboots: the privileged helper comes; the config's XID overrides reach the monitor's environment."""
+    document = with_agents({"remediation": {"mode": "enforce",
+                                            "xids": {"ignore": [109], "classify": {"45": "reboot-required"}}}})
+    settings = health_monitor.monitor_settings(RenderContext(parse_config(document)))
+    assert settings.node_actions and settings.xid_ignore == (109,) and settings.xid_classify == ((45, "reboot-required"),)
+    ds = find(render_operand(health_monitor.render, document), "DaemonSet")
+    variables = env_of(container(ds, "health-monitor"))
+    assert (variables["XID_IGNORE"], variables["XID_CLASSIFY"]) == ("109", "45=reboot-required")
+    assert [c["name"] for c in pod_of(ds)["containers"]] == ["health-monitor", "host-actions"]

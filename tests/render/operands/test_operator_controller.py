@@ -134,3 +134,24 @@ def test_the_names_the_render_grants_are_the_names_the_controller_uses() -> None
     role = _objects(IMAGE)[("Role", "gpu-operator")]
     assert {"resourceNames": [leader.LEASE_NAME]}.items() <= next(
         r for r in role["rules"] if r["resources"] == ["leases"] and "update" in r["verbs"]).items()
+
+
+def test_operands_tolerate_the_taint_a_remediation_rule_may_add() -> None:
+    """Issue 26: a `taint` rung keeps new pods off a faulty node; the GPU operands must come back to it after a
+    GPU reset (their pods were paused) and the validator must run there, or the node is never handed back. No rule
+    taints by default (the catalog's ladders cordon), so nothing changes then."""
+    from gpu_operator.config import parse_config
+    from gpu_operator.render import render
+
+    def operand_tolerations(document: dict) -> dict[str, list]:
+        return {o["metadata"]["name"]: o["spec"]["template"]["spec"].get("tolerations", [])
+                for o in render(parse_config(document)) if o["kind"] == "DaemonSet"}
+
+    default = operand_tolerations({})
+    assert not any(t.get("key") == "nvidia.com/gpu-fault" for ts in default.values() for t in ts)
+    tainting = operand_tolerations({"remediation": {"mode": "enforce", "pools": {}, "rules": {
+        "fallen-off-bus": {"actions": ["taint", "drain", "reboot", "needs-human"],
+                           "taint": {"key": "example.com/gpu-broken", "effect": "NoExecute"}}}}})
+    wanted = {"key": "example.com/gpu-broken", "operator": "Exists", "effect": "NoExecute"}
+    assert tainting and all(wanted in tolerations for tolerations in tainting.values())
+    assert set(tainting) == set(default)  # the same operands, each tolerating the taint
