@@ -18,6 +18,7 @@ from gpu_operator.diag.findings import (
     first_broken,
     layer_verdicts,
 )
+from gpu_operator.diag.remediation import remediation_findings
 from gpu_operator.diag.nodes import (
     Thresholds,
     allocatable_findings,
@@ -82,6 +83,7 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> Diagno
         *allocatable_findings(snapshot),
         *mig_findings(snapshot, limits),
         *upgrade_findings(snapshot, limits),
+        *remediation_findings(snapshot),
         *sharing_findings(snapshot),
         *pending_pod_findings(snapshot),
         *network_findings(snapshot),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -49,7 +50,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--health-probe-bind-address", default=":8081")
     parser.add_argument("--leader-elect", default="true", choices=("true", "false"))
     parser.add_argument("--leader-election-id", default=LEASE_NAME)
+    # controller-runtime's flags and defaults (durations as it writes them: 15s, 10s, 2s)
+    parser.add_argument("--leader-elect-lease-duration", default="15s", type=_duration)
+    parser.add_argument("--leader-elect-renew-deadline", default="10s", type=_duration)
+    parser.add_argument("--leader-elect-retry-period", default="2s", type=_duration)
     return parser
+
+
+def _duration(text: str) -> float:
+    """`15s`, `1m30s`, `500ms` or plain seconds, as Go's time.ParseDuration reads the flags (h, m, s, ms)."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 15s or 1m30s")
+    return sum(float(number) * units[unit] for number, unit in parts)
 
 
 def _address(text: str, flag: str) -> tuple[str, int]:
@@ -130,13 +146,19 @@ def main(argv: Sequence[str]) -> int:
                                field_manager="gpu-operator", user_agent=agent)
         elector = None
         if args.leader_elect == "true":
-            elector = LeaderElector(lease_client, settings.namespace, identity, name=args.leader_election_id)
+            elector = LeaderElector(lease_client, settings.namespace, identity, name=args.leader_election_id,
+                                    lease_seconds=args.leader_elect_lease_duration,
+                                    renew_deadline=args.leader_elect_renew_deadline,
+                                    retry=args.leader_elect_retry_period)
         client = connect(config, retry=RetryPolicy(deadline=15.0), timeout=10.0, interrupt=stop,
                          field_manager="gpu-operator", user_agent=agent,
                          guard=elector.guard if elector is not None else None)
     except ConfigError as error:
         sys.stderr.write(f"{PROGRAM}: no API server: {error}\n")
         return 1
+    except ValueError as error:  # the leader election's timings out of client-go's order
+        sys.stderr.write(f"{PROGRAM}: --leader-elect-*: {error}\n")
+        return 2
     warm_decoders(DECODED)  # before the lease renewal and the watches decode in threads of their own
     metrics = ControllerMetrics()
     start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -69,12 +70,13 @@ class LeaderElector:
     """Acquire, renew and release a Lease in `namespace` as `identity`; `guard` fences the writes of the others."""
 
     def __init__(self, client: Client, namespace: str, identity: str, *, name: str = LEASE_NAME,
-                 lease_seconds: int = 15, renew_deadline: float = 10.0, retry: float = 2.0,
+                 lease_seconds: float = 15, renew_deadline: float = 10.0, retry: float = 2.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not retry < renew_deadline < lease_seconds:
             raise ValueError("leader election needs retry < renew deadline < lease duration")
         self._client, self._namespace, self.identity, self._name = client, namespace, identity, name
-        self._lease_seconds, self._renew_deadline, self._retry, self._clock = lease_seconds, renew_deadline, retry, clock
+        self._lease_seconds = max(1, math.ceil(lease_seconds))  # the Lease holds whole seconds
+        self._renew_deadline, self._retry, self._clock = renew_deadline, retry, clock
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._renewed_at: float | None = None

@@ -76,3 +76,24 @@ def test_sigterm_releases_the_lease_to_the_standby(server: FakeApiServer, tmp_pa
                 process.wait()
     log = (tmp_path / "first" / "log").read_text()
     assert "released the Lease" in log and "Traceback" not in log
+
+
+def test_the_leader_election_timings_are_controller_runtimes_flags(server: FakeApiServer, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """--leader-elect-lease-duration, -renew-deadline and -retry-period as controller-runtime names them (Go
+    durations); timings out of client-go's order (retry < renew deadline < lease) are refused, exit 2."""
+    from gpu_operator.agents.controller import command
+
+    args = command.build_parser().parse_args(["--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+                                              "--leader-elect-retry-period=500ms"])
+    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline, args.leader_elect_retry_period) == (
+        4.0, 3.0, 0.5)
+    (tmp_path / "controller.json").write_text("{}")
+    monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path)))
+    monkeypatch.setenv("OPERATOR_NAMESPACE", NS)
+    monkeypatch.setenv("GPU_OPERATOR_CONTROLLER_CONFIG", str(tmp_path / "controller.json"))
+    assert command.main(["--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=3s"]) == 2
+    assert "retry < renew deadline < lease duration" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        command.build_parser().parse_args(["--leader-elect-lease-duration=15x"])
