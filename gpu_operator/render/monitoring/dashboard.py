@@ -2,7 +2,8 @@
 
 Rows go from the fleet to one pod: fleet overview, nodes, GPUs, namespaces and pods (allocated against used),
 memory, power, temperature, XID errors, MIG instances, the node-status signals (with our node status exporter also
-the MIG and driver upgrade states), and the RDMA devices of InfiniBand nodes. Every query reads
+the MIG and driver upgrade states), GPU fault remediation (with the operator controller: nodes quarantined by pool and
+class, states, actions by result, detection-to-cordon latency, breakers), and the RDMA devices of InfiniBand nodes. Every query reads
 `${datasource}`, a Prometheus datasource variable, so the dashboard works on any Grafana; `$node` narrows the
 per-GPU rows. As with the alerts, a panel whose metrics the configured exporters do not emit is left out.
 The ConfigMap carries `grafana_dashboard: "1"`, the label Grafana's dashboard sidecar (kube-prometheus-stack's
@@ -130,6 +131,19 @@ PANELS: tuple[Panel, ...] = (
           (("gpu_operator_node_mig_config_state == 1", "{{node}} {{state}}"),)),
     Panel("Node status", "Driver upgrade state", "state", "short",
           (("gpu_operator_node_driver_upgrade_state == 1", "{{node}} {{state}}"),)),
+    # From the operator controller, when it runs: GPU fault remediation.
+    Panel("Remediation", "Nodes quarantined by pool and fault class", "timeseries", "short",
+          (("sum by (pool, fault_class) (gpu_operator_remediation_quarantined_nodes)", "{{pool}} {{fault_class}}"),)),
+    Panel("Remediation", "Nodes by remediation state", "timeseries", "short",
+          (('gpu_operator_remediation_nodes{state!="healthy"}', "{{state}}"),)),
+    Panel("Remediation", "Remediation actions by result (1 h)", "timeseries", "short",
+          (("sum by (action, result) (increase(gpu_operator_remediation_actions_total[1h]))",
+            "{{action}} {{result}}"),)),
+    Panel("Remediation", "Detection to cordon, p99", "timeseries", "s",
+          (("histogram_quantile(0.99, sum by (le) "
+            "(rate(gpu_operator_remediation_detection_to_cordon_seconds_bucket[15m])))", "p99"),)),
+    Panel("Remediation", "Breakers holding", "state", "short",
+          (("gpu_operator_remediation_breaker_holding", "{{pool}}"),), 24),
     Panel("RDMA", "RDMA devices advertised on InfiniBand nodes", "timeseries", "short",
           (("gpu_operator_node_rdma_devices_total and on(node) gpu_operator_node_infiniband_present == 1",
             "{{node}}"),), 24),

@@ -3,8 +3,9 @@
 The metrics exporter emits the fields of its collectors CSV (`configs.dcgmExporter` when set, else the default
 selection that dcgm-exporter's `default-counters.csv` and this package's exporter share); `label`-type fields
 become labels, not series. The node status exporter emits its `gpu_operator_node_*` gauges when enabled (ours adds
-the gauges it reads from the Node: device plugin enabled, InfiniBand and RDMA, upgrade and MIG states), and
-Prometheus itself adds `up` for every target.
+the gauges it reads from the Node: device plugin enabled, InfiniBand and RDMA, upgrade and MIG states), the
+operator controller its remediation metrics when it runs (scraped through its ServiceMonitor), and Prometheus
+itself adds `up` for every target.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from gpu_operator.config.agents import choose_implementation
 from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.config.document import GpuStackConfig
 
-__all__ = ["NODE_STATUS_AGENT_METRICS", "NODE_STATUS_METRICS", "PROMETHEUS_METRICS", "default_counters_csv", "emitted_metrics"]
+__all__ = ["CONTROLLER_METRICS", "NODE_STATUS_AGENT_METRICS", "NODE_STATUS_METRICS", "PROMETHEUS_METRICS",
+           "default_counters_csv", "emitted_metrics"]
 
 #: The node status exporter's gauges (NVIDIA's names, which ours keeps).
 NODE_STATUS_METRICS = frozenset(
@@ -43,6 +45,19 @@ NODE_STATUS_AGENT_METRICS = frozenset(
     }
 )
 
+#: The operator controller's GPU fault remediation metrics (agents/controller/metrics.py), as Prometheus stores
+#: them (a counter and a histogram by their series names).
+CONTROLLER_METRICS = frozenset(
+    {
+        "gpu_operator_remediation_quarantined_nodes",
+        "gpu_operator_remediation_nodes",
+        "gpu_operator_remediation_actions_total",
+        "gpu_operator_remediation_detection_to_cordon_seconds_bucket",
+        "gpu_operator_remediation_breaker_holding",
+        "gpu_operator_remediation_breaker_deferred_nodes",
+    }
+)
+
 #: Series Prometheus writes for each scrape target.
 PROMETHEUS_METRICS = frozenset({"up"})
 
@@ -64,4 +79,6 @@ def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
         fields |= NODE_STATUS_METRICS
         if choose_implementation(config.agents, "nodeStatusExporter").implementation == "agents":
             fields |= NODE_STATUS_AGENT_METRICS
+    if config.controller_enabled:
+        fields |= CONTROLLER_METRICS
     return frozenset(fields | PROMETHEUS_METRICS)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpu_operator.config.agents import choose_implementation
 from gpu_operator.config.dcgm_metrics import AGENT_READABLE_FIELDS
 from gpu_operator.config.document import GpuStackConfig
-from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_AGENT_METRICS, emitted_metrics
+from gpu_operator.render.monitoring.exporter_fields import CONTROLLER_METRICS, NODE_STATUS_AGENT_METRICS, emitted_metrics
 from gpu_operator.render.monitoring.promql import metric_names
 from gpu_operator.render.monitoring.rules import ALERTS, Alert, alerts, expression
 
@@ -68,6 +68,9 @@ def _group(config: GpuStackConfig, lacking: frozenset[str]) -> tuple[str, str]:
     fields = frozenset(name for name in lacking if name.startswith("DCGM_"))
     if fields:
         return _dcgm_group(config, fields)
+    if lacking & CONTROLLER_METRICS:
+        return ("they read the operator controller's remediation metrics and no controller runs",
+                "set agents.image or agents.build (and leave controller.enabled on)")
     enable = "set operator.nodeStatusExporter.enabled: true"
     if not lacking & NODE_STATUS_AGENT_METRICS:
         return "they read the node status exporter's gauges", enable

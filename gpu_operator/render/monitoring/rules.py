@@ -290,6 +290,40 @@ ALERTS: tuple[Alert, ...] = (
         "(`nvidia-smi`) and operand pods that did not terminate.",
     ),
     Alert(
+        "GpuRemediationNeedsHuman",
+        'gpu_operator_remediation_nodes{state="needs-human"} > 0',
+        "0m",
+        "critical",
+        "{{ $value }} GPU nodes need a person",
+        "The GPU fault remediation climbed to the end of a ladder (or a fault of the hardware-failure class): "
+        "those nodes stay cordoned until someone acts.",
+        "`gpu-operator diag` names each node, its fault (GPU UUID and PCI bus id) and why; after the repair, "
+        "remove the node's nvidia.com/gpu-remediation.state label to hand it back (it is validated, then "
+        "uncordoned).",
+    ),
+    Alert(
+        "GpuRemediationBreakerHolding",
+        "max by (pool) (gpu_operator_remediation_breaker_holding) == 1",
+        "5m",
+        "warning",
+        'A GPU remediation breaker holds (pool "{{ $labels.pool }}"; "" is the cluster\'s)',
+        "More nodes are quarantined than the breaker allows: new quarantines wait (state deferred) while repairs "
+        "and uncordons go on; it lets go by itself when the count falls.",
+        "`gpu-operator diag` for the quarantined nodes; many at once points at a cause beside the GPUs (a driver, "
+        "a firmware, the rack's power or cooling) rather than at the GPUs themselves.",
+    ),
+    Alert(
+        "GpuRemediationFailed",
+        'sum by (action) (increase(gpu_operator_remediation_actions_total{result="failed"}[15m])) > 0',
+        "0m",
+        "warning",
+        "A GPU remediation {{ $labels.action }} failed",
+        "A rung of a remediation ladder failed (a drain past its deadline, a reset or a reboot that did not "
+        "fix the GPU, a cloud call refused); the node climbs to its next rung.",
+        "The node's Events (reason GPURemediation*) and `gpu-operator diag`; for a cloud failure the controller's "
+        "log names Azure's error.",
+    ),
+    Alert(
         "RdmaResourcesMissing",
         "gpu_operator_node_infiniband_present == 1 and on(node) gpu_operator_node_rdma_devices_total == 0",
         "{t.rdma_missing_for}",
