@@ -78,8 +78,8 @@ RECOVERED = ("validate", "passed")
 HISTORY_LIMIT = 32
 #: `GPU-<uuid> (<pci bus id>)` in a condition message, as the health monitor names a GPU.
 _GPU = re.compile(r"\b((?:GPU|MIG)-[0-9A-Za-z-]+)\s*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\)")
-_REQUEST_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,62}$")
-_UUID = re.compile(r"^(?:GPU|MIG)-[0-9A-Za-z-]+$")
+_REQUEST_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,62}")
+_UUID = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _gpu_refs(value: Any) -> tuple[GpuRef, ...] | None:
     for item in value:
         uuid = item.get("uuid") if isinstance(item, dict) else None
         pci = item.get("pci", "") if isinstance(item, dict) else None
-        if not isinstance(uuid, str) or not _UUID.match(uuid) or not isinstance(pci, str):
+        if not isinstance(uuid, str) or not _UUID.fullmatch(uuid) or not isinstance(pci, str):
             return None
         refs.append(GpuRef(uuid, pci))
     return tuple(refs)
@@ -230,7 +230,7 @@ def parse_stage(text: str | None) -> Read[StageRecord]:
         return Read(None, f"{key} has attempt {_shorten(str(attempt))}, not a count: treated as absent")
     request, boot_id, reason = data.get("request"), data.get("bootID"), data.get("reason")
     acted, validating = data.get("acted"), data.get("validating")
-    if request is not None and not (isinstance(request, str) and _REQUEST_ID.match(request)):
+    if request is not None and not (isinstance(request, str) and _REQUEST_ID.fullmatch(request)):
         return Read(None, f"{key} has a request id that is not one: treated as absent")
     times = [(name, value) for name, value in (("acted", acted), ("validating", validating)) if value is not None]
     if any(_epoch(value) is None for _, value in times) or not all(
@@ -281,7 +281,7 @@ def parse_reset_request(text: str | None) -> Read[ResetRequest]:
         return Read(None)
     request, _, gpus = text.partition(":")
     uuids = tuple(g.strip() for g in gpus.split(",") if g.strip())
-    if not _REQUEST_ID.match(request) or not uuids or not all(_UUID.match(u) for u in uuids):
+    if not _REQUEST_ID.fullmatch(request) or not uuids or not all(_UUID.fullmatch(u) for u in uuids):
         return Read(None, f"the reset request {_shorten(text)} is not <request-id>:<uuid>[,<uuid>...]")
     return Read(ResetRequest(request, uuids))
 
@@ -295,9 +295,9 @@ def parse_reset_result(text: str | None) -> Read[ResetResult]:
         return Read(None)
     request, _, rest = text.partition(":")
     verdict, _, reason = rest.partition(":")
-    if _REQUEST_ID.match(request) and verdict == "success" and not reason:
+    if _REQUEST_ID.fullmatch(request) and verdict == "success" and not reason:
         return Read(ResetResult(request, True))
-    if _REQUEST_ID.match(request) and verdict == "failed":
+    if _REQUEST_ID.fullmatch(request) and verdict == "failed":
         return Read(ResetResult(request, False, reason.strip() or "no reason given"))
     return Read(None, f"the reset result {_shorten(text)} is not <request-id>:success or <request-id>:failed:<why>")
 
@@ -320,7 +320,7 @@ def pending_reboot(annotations: Mapping[str, str], boot_id: str) -> str | None:
     on."""
     request = annotations.get(REBOOT_REQUEST_ANNOTATION)
     stage = parse_stage(annotations.get(STAGE_ANNOTATION)).value
-    if not request or not _REQUEST_ID.match(request) or stage is None:
+    if not request or not _REQUEST_ID.fullmatch(request) or stage is None:
         return None
     if stage.request != request or not stage.boot_id or stage.boot_id != boot_id:
         return None

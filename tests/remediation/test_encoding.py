@@ -157,3 +157,12 @@ def test_the_upgrade_is_blocked_by_any_state_but_observing() -> None:
     label = "nvidia.com/gpu-remediation.state"
     assert not blocks_upgrade({}) and not blocks_upgrade({label: "observing"})
     assert all(blocks_upgrade({label: s}) for s in ("deferred", "quarantined", "rebooting", "needs-human"))
+
+
+def test_a_request_id_or_uuid_with_a_trailing_newline_is_not_one() -> None:
+    """Python's `$` matches before a final newline: ids are read with fullmatch (issue 27's pattern rule); white
+    space around the listed UUIDs is stripped by design."""
+    from gpu_operator.remediation import pending_reset
+
+    assert pending_reset({"nvidia.com/gpu-remediation.reset-request": "abc123\n:GPU-1"}) is None
+    assert pending_reset({"nvidia.com/gpu-remediation.reset-request": "abc123:GPU-1"}) is not None
