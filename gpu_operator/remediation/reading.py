@@ -1,13 +1,15 @@
 """One node read for planning: its state, its records, and the faults that hold on it now.
 
 A fault *holds* when its class's Node condition is `True` now and changed to `True` after the node's last
-recovery (the newest `validate: passed` of the history): a condition left over from before a recovery (an agent
-that wrote late, an old copy replayed) is stale and never acted on. Of the faults that hold, the one remediated is
+recovery (the newest `validate: passed` of the history), compared at the API's resolution of whole seconds: a
+condition left over from before a recovery (an agent that wrote late, an old copy replayed) is stale and never
+acted on. Of the faults that hold, the one remediated is
 the most drastic by its rule (:attr:`~gpu_operator.remediation.policy.EffectiveRule.severity`), then the oldest.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -110,7 +112,9 @@ def _active(view: NodeView, policy: RemediationPolicy, last_recovery: float | No
         if since is None:
             problems.append(f"condition {condition.type} has no lastTransitionTime: taken as older than any "
                             "recovery")
-        if last_recovery is not None and (since or 0.0) <= last_recovery:
+        # The API keeps condition times in whole seconds: a fault that came back in the recovery's own second
+        # (an XID right after the reboot) reads as that second and holds; one older than it is stale.
+        if last_recovery is not None and (since or 0.0) < math.floor(last_recovery):
             stale.append(condition.type)
             continue
         record = FaultRecord(name, condition.type, condition.reason, gpus_in_message(condition.message), since or 0.0)

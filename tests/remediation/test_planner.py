@@ -12,6 +12,7 @@ node-drainer's Immediate (evict), DeleteAfterTimeout (delete) and AllowCompletio
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -481,3 +482,22 @@ def test_applying_a_plan_and_planning_again_at_once_repeats_nothing() -> None:
     after = apply_patch(view, first.nodes["n1"].patch)
     again = plan({"n1": after}, ENFORCE, 1000.0)
     assert again.nodes["n1"].before is State.QUARANTINED and again.nodes["n1"].after is State.DRAINING
+
+
+def test_a_fault_that_comes_back_in_the_recoverys_own_second_holds() -> None:
+    """Found by the e2e (the third-fault scenario): the API keeps condition times in whole seconds, so an XID
+    written right after the reboot reads as the recovery's own second, before its fraction; it is a new fault, not
+    a stale one. One from a second before the recovery stays stale."""
+    fleet = Fleet(ENFORCE, {"n1": node("n1", fault("fallen-off-bus", 990.0))})
+    fleet.run(10)
+    assert fleet.state("n1") == "" and fleet.reboots == {"n1": 1}
+    history = json.loads(fleet.views["n1"].annotations[HISTORY_ANNOTATION])
+    recovery = max((e for e in history if e["action"] == "validate"), key=lambda e: e["at"])
+    recovery["at"] += 0.29  # the controller's clock has fractions; the API's condition times do not
+    annotations = {**fleet.views["n1"].annotations, HISTORY_ANNOTATION: json.dumps(history)}
+    fleet.views["n1"] = replace(fleet.views["n1"], annotations=annotations)
+    same_second = float(math.floor(recovery["at"]))
+    fleet.views["n1"] = replace(fleet.views["n1"], conditions=(fault("fallen-off-bus", same_second - 1),))
+    assert fleet.round().nodes["n1"].patch is None  # a second earlier: stale
+    fleet.views["n1"] = replace(fleet.views["n1"], conditions=(fault("fallen-off-bus", same_second),))
+    assert fleet.round().nodes["n1"].after is State.QUARANTINED
