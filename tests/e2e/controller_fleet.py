@@ -89,8 +89,8 @@ def gpu_pod(node: str) -> Object:
                                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
 
 
-def start_controller(plane: ControlPlane, cluster: Client, workdir: Path) -> Any:
-    """The controller as a local process with a token of its rendered ServiceAccount."""
+def start_controller(plane: ControlPlane, cluster: Client, workdir: Path, *args: str) -> Any:
+    """The controller as a local process with a token of its rendered ServiceAccount (`args`: more flags)."""
     settings = cluster.get(ConfigMap, "gpu-operator-controller", namespace=NAMESPACE).data["controller.json"]
     (workdir / "controller.json").write_text(settings)
     token = service_account_token(cluster, NAMESPACE, "gpu-operator")
@@ -102,7 +102,7 @@ def start_controller(plane: ControlPlane, cluster: Client, workdir: Path) -> Any
     log = (workdir / "controller.log").open("w")
     process = subprocess.Popen(
         [str(AGENT), "operator", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-         f"--health-probe-bind-address=127.0.0.1:{free_port()}"],
+         f"--health-probe-bind-address=127.0.0.1:{free_port()}", *args],
         env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     process.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
