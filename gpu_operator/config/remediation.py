@@ -33,6 +33,7 @@ act on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -49,6 +50,7 @@ from gpu_operator.remediation import (
     Timeouts,
     policy_from_document,
 )
+from gpu_operator.remediation import Mode as PolicyMode
 from gpu_operator.remediation.policy import ladder_problem
 
 __all__ = ["RemediationSpec"]
@@ -205,6 +207,20 @@ class RemediationSpec(ConfigModel):
     def policy(self) -> RemediationPolicy:
         """The planner's policy (what the controller reads back from the settings)."""
         return policy_from_document(self.settings_document())
+
+    def drains_partially(self, pools: Iterable[str] = ()) -> bool:
+        """Whether a rule may drain only the pods of the faulty GPUs (before a reset), in a mode that acts or
+        dry-runs, in the cluster or any of `pools`: the node agent then tells which pods hold which GPU (it reads
+        the kubelet's pod-resources socket) and the controller reads NVIDIA's ResourceSlices for DRA claims."""
+        policy = self.policy()
+        for pool in ("", *policy.pools, *pools):
+            if policy.mode_for(pool) is PolicyMode.OBSERVE:
+                continue
+            for fault_class in FAULT_CLASSES:
+                rule = policy.rule_for(pool, fault_class)
+                if rule.drain.partial and "drain" in rule.actions and "reset-gpu" in rule.actions:
+                    return True
+        return False
 
     def fault_taints(self) -> list[dict[str, str]]:
         """The taints a `taint` rung may add (any class, any pool, unless every rule only observes), as the

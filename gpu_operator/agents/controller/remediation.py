@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -41,11 +42,13 @@ from lightkube import ApiError as LightkubeApiError
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
 from lightkube.types import PatchType
 
 from gpu_operator.agents.driver_manager import pods as pod_rules
+from gpu_operator.agents.driver_manager.claims import NVIDIA_GPU_DRA_DRIVER
 from gpu_operator.agents.driver_manager.settings import DrainOptions
-from gpu_operator.agents.kube.errors import NotFound, TooManyRequests, kube_error
+from gpu_operator.agents.kube.errors import KubeError, NotFound, TooManyRequests, kube_error
 from gpu_operator.remediation import (
     OPERAND_APPS,
     CloudFeedback,
@@ -63,12 +66,14 @@ from gpu_operator.remediation import (
 )
 from gpu_operator.remediation.vocabulary import STATE_LABEL, State, blocks_upgrade
 
-__all__ = ["POOL_LABEL", "Remediator", "node_view"]
+__all__ = ["HOLDERS_ANNOTATION", "POOL_LABEL", "Remediator", "node_view"]
 
 _LOG = logging.getLogger(__name__)
 #: AKS's pool label: the remediation's breakers and per-pool rules count by it.
 POOL_LABEL = "kubernetes.azure.com/agentpool"
 GPU_PRESENT = "nvidia.com/gpu.present"
+#: Written by the node agent (agents/health_monitor/holders.py): GPU UUID -> the pods the device plugin gave it.
+HOLDERS_ANNOTATION = "nvidia.com/gpu-remediation.gpu-pods"
 #: Force and emptyDir data: remediation takes the node down for a repair, as kubectl drain --force
 #: --delete-emptydir-data would; the pod rules still never take DaemonSet or mirror pods.
 _DRAIN_EVERYTHING = DrainOptions(force=True, delete_emptydir_data=True)
@@ -90,6 +95,18 @@ def _ready_since(pod: Any) -> float | None:
         if condition.type == "Ready" and condition.status == "True":
             return _epoch(condition.lastTransitionTime) or 0.0
     return None
+
+
+def _holders(node: Any) -> dict[str, list[str]] | None:
+    """The node agent's `gpu-pods` annotation: GPU UUID -> the pods holding it (None: absent or unreadable)."""
+    text = ((node.metadata.annotations or {}) if node is not None else {}).get(HOLDERS_ANNOTATION)
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or not all(isinstance(v, list) for v in found.values()):
+        return None
+    return {str(uuid): [str(pod) for pod in pods] for uuid, pods in found.items()}
 
 
 def node_view(node: Any, validators: Mapping[str, float], *, operand_pods: int = 0, aks_repairs: bool = False,
@@ -198,9 +215,61 @@ class Remediator:
         except httpx2.HTTPError as error:
             raise kube_error(error) from error
 
-    def _drain(self, drain: DrainPods) -> None:
+    def _dra_devices(self, node: str) -> dict[str, str]:
+        """The node's GPUs as NVIDIA's DRA driver publishes them: device name -> its `uuid` attribute (its
+        ResourceSlices, pool = the node)."""
+        try:
+            slices = list(self._client.list(ResourceSlice, fields={"spec.nodeName": node}))
+        except httpx2.HTTPError as error:
+            raise kube_error(error) from error
+        devices: dict[str, str] = {}
+        for found in slices:
+            if found.spec.driver != NVIDIA_GPU_DRA_DRIVER:
+                continue
+            for device in found.spec.devices or ():
+                attribute = (device.attributes or {}).get("uuid")
+                uuid = attribute.get("string") if isinstance(attribute, dict) else getattr(attribute, "string", None)
+                if uuid:
+                    devices[device.name] = str(uuid)
+        return devices
+
+    def _claimed_gpus(self, drain: DrainPods, pods: list[pod_rules.PodFacts]) -> set[str] | None:
+        """The pods (`<namespace>/<name>`) whose NVIDIA DRA claims allocate one of the drain's GPUs; None when a
+        claim or the node's slices cannot be read (the drain then takes every GPU pod)."""
+        claimed = [pod for pod in pods if pod.claims]
+        if not claimed:
+            return set()
+        try:
+            devices = self._dra_devices(drain.node)
+            holding: set[str] = set()
+            for pod in claimed:
+                for name in pod.claims:
+                    claim = self._client.get(ResourceClaim, name, namespace=pod.namespace)
+                    results = claim.status.allocation.devices.results if claim.status and claim.status.allocation \
+                        else ()
+                    uuids = {devices.get(r.device) for r in results or () if r.driver == NVIDIA_GPU_DRA_DRIVER}
+                    if None in uuids or uuids & set(drain.gpus):
+                        holding.add(f"{pod.namespace}/{pod.name}")
+            return holding
+        except (httpx2.HTTPError, KubeError) as error:
+            _LOG.warning("node %s: the GPUs its DRA claims hold cannot be read (%s): draining every GPU pod",
+                         drain.node, error if isinstance(error, KubeError) else kube_error(error))
+            return None
+
+    def _partial(self, drain: DrainPods, node: Any, pods: list[pod_rules.PodFacts]) -> list[pod_rules.PodFacts]:
+        """The pods holding the drain's GPUs: by the device plugin's allocation (the node agent's
+        `gpu-pods` annotation, from the kubelet) and by DRA claim; every GPU pod where either is unknown."""
+        gpu = pod_rules.gpu_pods(pods)
+        listed = _holders(node)
+        claimed = self._claimed_gpus(drain, pods)
+        if listed is None or claimed is None or not set(drain.gpus) <= set(listed):
+            return gpu
+        names = {pod for uuid in drain.gpus for pod in listed[uuid]} | claimed
+        return [pod for pod in gpu if f"{pod.namespace}/{pod.name}" in names]
+
+    def _drain(self, drain: DrainPods, node: Any = None) -> None:
         pods = self._pods_on(drain.node)
-        chosen = pod_rules.gpu_pods(pods) if drain.gpus else pod_rules.drain_pods(pods, _DRAIN_EVERYTHING)
+        chosen = self._partial(drain, node, pods) if drain.gpus else pod_rules.drain_pods(pods, _DRAIN_EVERYTHING)
         refused: list[str] = []
         for pod in (p for p in chosen if not p.terminating and drain.mode != "wait"):
             try:
@@ -280,7 +349,7 @@ class Remediator:
                 if not act("remediation-patch", node_plan.node, lambda p=node_plan.patch, v=version: self._patch(p, v)):
                     continue  # the drain, reset or cloud call waits until its step is written
             if node_plan.drain is not None:
-                act("remediation-drain", node_plan.node, lambda d=node_plan.drain: self._drain(d))
+                act("remediation-drain", node_plan.node, lambda d=node_plan.drain, n=node: self._drain(d, n))
             if node_plan.restart_validator is not None:
                 act("validator-restart", node_plan.node, lambda r=node_plan.restart_validator: self._restart_validator(r))
             if node_plan.cloud is not None and self._cloud is not None and node is not None:

@@ -93,6 +93,7 @@ def pod_facts(pod: Pod) -> PodFacts:
         terminating=meta.deletionTimestamp is not None,
         mirror=_MIRROR_ANNOTATION in (meta.annotations or {}),
         empty_dir=any(volume.emptyDir is not None for volume in spec.volumes or []),
+        claims=tuple(claim_names(pod)),
     )
 
 

@@ -58,6 +58,8 @@ class PodFacts:
     mirror: bool = False
     """A static pod's mirror (annotation `kubernetes.io/config.mirror`): the API cannot remove it."""
     empty_dir: bool = False
+    claims: tuple[str, ...] = ()
+    """The ResourceClaims it holds (by name, in its namespace)."""
 
     @property
     def key(self) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from gpu_operator.agents.health_monitor.host_actions import HostOps, SimulatedHost, SocketHost
 from gpu_operator.agents.health_monitor.host_server import HostActionServer, host_actions
 from gpu_operator.agents.health_monitor.monitor import HealthMonitor
+from gpu_operator.agents.kubelet.pod_resources import PodResourcesClient
 from gpu_operator.agents.health_monitor.settings import Settings, SettingsError, resolve_settings
 from gpu_operator.agents.kube import KubeClient, KubeError
 from gpu_operator.agents.nvml import Nvml, open_nvml
@@ -61,8 +62,9 @@ def _serve(settings: Settings, signals: SignalSource) -> int:
 
 
 def _monitor(settings: Settings, env: Mapping[str, str], client: KubeClient, signals: SignalSource) -> int:
+    pod_resources = PodResourcesClient(settings.pod_resources_socket) if settings.pod_resources_socket else None
     monitor = HealthMonitor(settings, client, lambda: open_nvml(settings.nvml, environ=env),
-                            _host_factory(settings, client))
+                            _host_factory(settings, client), pod_resources=pod_resources)
     stopped = threading.Event()
     worker = threading.Thread(target=lambda: (monitor.start(), monitor.run(stopped)), name="health-monitor",
                               daemon=True)

@@ -32,6 +32,7 @@ from gpu_operator.agents.health_monitor.book import FaultBook
 from gpu_operator.agents.health_monitor.bootstrap import Bootstrap, standing_aside, upgrading
 from gpu_operator.agents.health_monitor.events import EventRecorder
 from gpu_operator.agents.health_monitor.findings import Finding, GpuRef, level_finding, xid_finding
+from gpu_operator.agents.health_monitor.holders import HOLDERS_ANNOTATION, gpu_holders, holders_annotation
 from gpu_operator.agents.health_monitor.host_actions import HostOps
 from gpu_operator.agents.health_monitor.node_view import NodeView
 from gpu_operator.agents.health_monitor.publisher import ConditionPublisher
@@ -39,6 +40,7 @@ from gpu_operator.agents.health_monitor.ratelimit import TokenBucket
 from gpu_operator.agents.health_monitor.readings import HealthAssessor, gpu_ref, name_gpus
 from gpu_operator.agents.health_monitor.settings import Settings
 from gpu_operator.agents.kube import NODES, Gone, KubeClient, KubeError
+from gpu_operator.agents.kubelet.pod_resources import PodResourcesError, PodResourcesSource
 from gpu_operator.agents.nvml import (
     DeviceEvent,
     EventKind,
@@ -74,8 +76,11 @@ class HealthMonitor:
 
     def __init__(self, settings: Settings, client: KubeClient, open_nvml: Callable[[], Nvml],
                  host: Callable[[Nvml | None], HostOps | None], *, clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 pod_resources: PodResourcesSource | None = None) -> None:
         self.settings = settings
+        self._pod_resources = pod_resources
+        """The kubelet's pod-resources answer, for the pods holding the faulty GPUs (:mod:`.holders`)."""
         self._client, self._open_nvml, self._host = client, open_nvml, host
         self._clock, self._monotonic = clock, monotonic
         self._node = settings.node
@@ -289,8 +294,9 @@ class HealthMonitor:
         lost = None if upgrading(self.view.labels()) else self._bootstrap.validation_lost()
         if lost is not None:
             findings = [level_finding(health_fault("ValidatorFailed"), None, lost)]
+        read: Sequence[GpuInfo] | None = None
         try:
-            gpus = self.gpus()
+            gpus = read = self.gpus()
             readings = self._health(gpus)
             pci = self._current().pci
         except NvmlError as error:
@@ -308,6 +314,31 @@ class HealthMonitor:
         for finding in self.book.set_levels(findings):
             self.events.record(_event_type(finding), finding.reason, finding.entry)
         self.publisher.wake()
+        if read is not None:
+            self.publish_holders(read)
+
+    def publish_holders(self, gpus: Sequence[GpuInfo]) -> None:
+        """Write which pods hold the GPUs a quarantining fault names (:mod:`.holders`), when it changed; nothing
+        without a kubelet to ask."""
+        if self._pod_resources is None:
+            return
+        faulty = {f.gpu.uuid for f in self.book.findings()
+                  if f.gpu is not None and f.gpu.uuid and f.fault_class.quarantine}
+        try:
+            allocations = self._pod_resources.list_devices() if faulty else ()
+        except PodResourcesError as error:
+            _log.warning("node %s: the pods holding the faulty GPUs are unknown (%s)", self._node, error)
+            return
+        if allocations is None:
+            return  # no kubelet socket: the controller drains every GPU pod of the node
+        wanted = holders_annotation(gpu_holders(allocations, gpus), faulty)
+        if self.view.annotations().get(HOLDERS_ANNOTATION) == wanted:
+            return
+        try:
+            self.view.offer(self._client.patch(NODES, self._node, {"metadata": {"annotations": {
+                HOLDERS_ANNOTATION: wanted}}}))
+        except KubeError as error:
+            _log.warning("node %s: %s not written (%s); again at the next pass", self._node, HOLDERS_ANNOTATION, error)
 
     def _named(self, gpus: Sequence[GpuInfo], pci: PciBus) -> tuple[dict[int, GpuRef], list[Finding]]:
         try:

@@ -15,6 +15,8 @@
 * `--host-actions-socket` / `HOST_ACTIONS_SOCKET` (`''`): the privileged helper's socket; without it a real node
   neither resets nor reboots (a simulated node does both in process);
 * `--serve-host-actions` / `SERVE_HOST_ACTIONS` (false): run as the privileged helper (:mod:`.host_server`);
+* `--pod-resources-socket` / `POD_RESOURCES_SOCKET` (`''`): the kubelet's pod-resources socket, read for the pods
+  holding the faulty GPUs where the remediation may drain partially (:mod:`.holders`); `''`: not read;
 * `--xid-ignore` / `XID_IGNORE` (`''`): XIDs that raise nothing (the config's `remediation.xids.ignore`);
 * `--xid-classify` / `XID_CLASSIFY` (`''`): `<xid>=<fault class>,...`, XIDs put in another class than the
   catalog's (`remediation.xids.classify`), so the node writes the condition the controller's rules expect.
@@ -109,6 +111,8 @@ OPTIONS: tuple[Option, ...] = (
            "the privileged host-actions helper's socket"),
     flag_option("serve_host_actions", ("--serve-host-actions",), "SERVE_HOST_ACTIONS", False,
                 "run as the privileged host-actions helper on --host-actions-socket"),
+    Option("pod_resources_socket", ("--pod-resources-socket",), ("POD_RESOURCES_SOCKET",), str, "",
+           "the kubelet's pod-resources socket ('': not read)"),
     Option("xid_ignore", ("--xid-ignore",), ("XID_IGNORE",), _xids, frozenset(), "XIDs that raise nothing"),
     Option("xid_classify", ("--xid-classify",), ("XID_CLASSIFY",), _classify, (),
            "<xid>=<fault class>,... (the config's remediation.xids.classify)"),
@@ -132,6 +136,7 @@ class Settings:
     nvlink_crc_per_second: float = 100.0
     host_actions_socket: str = ""
     serve_host_actions: bool = False
+    pod_resources_socket: str = ""
     xid_ignore: frozenset[int] = frozenset()
     xid_classify: tuple[tuple[int, str], ...] = ()
     #: Changes are collected this long before a write, so that a burst of faults is one write.

@@ -73,6 +73,8 @@ HOST_ACTIONS = "host-actions"
 EVENTS_ROLE = f"{NAME}-events"
 EVENT_NAMESPACE = "default"
 SOCKET_DIR = "/run/gpu-health-monitor"
+POD_RESOURCES = "pod-resources"
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 SOCKET = f"{SOCKET_DIR}/host-actions.sock"
 #: The remediation's default taint key (issue 26's design page); the pod tolerates it with any effect.
 FAULT_TAINT_KEY = "nvidia.com/gpu-fault"
@@ -91,6 +93,9 @@ class MonitorSettings:
     fault_taint_key: str = FAULT_TAINT_KEY
     xid_ignore: tuple[int, ...] = ()
     xid_classify: tuple[tuple[int, str], ...] = ()
+    pod_resources: bool = False
+    """A rule may drain only the pods of the faulty GPUs: the monitor reads the kubelet's pod-resources socket
+    (root-only) to tell which pods hold them, so it runs as root (all capabilities still dropped)."""
 
 
 def _resources() -> Object:
@@ -109,7 +114,8 @@ def monitor_settings(ctx: RenderContext) -> MonitorSettings:
         node_actions=bool(policy.node_agent_actions(pool.name for pool in ctx.config.pools)),
         fault_taint_key=remediation.taint.key,
         xid_ignore=tuple(sorted(policy.xids.ignore)),
-        xid_classify=tuple(sorted(policy.xids.classify.items())))
+        xid_classify=tuple(sorted(policy.xids.classify.items())),
+        pod_resources=remediation.drains_partially(pool.name for pool in ctx.config.pools))
 
 
 def _monitor(ctx: RenderContext, settings: MonitorSettings) -> Object:
@@ -125,6 +131,9 @@ def _monitor(ctx: RenderContext, settings: MonitorSettings) -> Object:
     if settings.xid_classify:
         variables.append(env("XID_CLASSIFY", ",".join(f"{code}={name}" for code, name in settings.xid_classify)))
     mounts = [mount("run-nvidia-validations", VALIDATIONS_DIR, read_only=True, propagation="HostToContainer")]
+    if settings.pod_resources:
+        variables.append(env("POD_RESOURCES_SOCKET", f"{POD_RESOURCES_DIR}/kubelet.sock"))
+        mounts.append(mount(POD_RESOURCES, POD_RESOURCES_DIR, read_only=True))
     if settings.node_actions:
         variables.append(env("HOST_ACTIONS_SOCKET", SOCKET))
         mounts.append(mount(HOST_ACTIONS, SOCKET_DIR))
@@ -139,6 +148,8 @@ def _monitor(ctx: RenderContext, settings: MonitorSettings) -> Object:
         "volumeMounts": mounts,
     }
     secure_agent(ctx, SECTION, container)
+    if settings.pod_resources and ctx.uses_agent(SECTION):
+        container["securityContext"]["runAsUser"] = 0  # the kubelet's socket is root's; no capability added
     return container
 
 
@@ -172,6 +183,8 @@ def _tolerate_fault_taint(pod: Object, key: str) -> None:
 def _daemonset(ctx: RenderContext, settings: MonitorSettings) -> Object:
     containers = [_monitor(ctx, settings)]
     volumes = [host_path("run-nvidia-validations", VALIDATIONS_DIR, "DirectoryOrCreate")]
+    if settings.pod_resources:
+        volumes.append(host_path(POD_RESOURCES, POD_RESOURCES_DIR, "Directory"))
     if settings.node_actions:
         containers.append(_host_actions(ctx))
         volumes += [empty_dir(HOST_ACTIONS), host_path("host-root", "/")]

@@ -118,6 +118,9 @@ def _rbac(ctx: RenderContext) -> list[Object]:
             rule([""], ["pods"], ["list"]),
             rule([""], ["pods/eviction"], ["create"]),
             rule(["resource.k8s.io"], ["resourceclaims"], ["get"]),  # pods holding NVIDIA DRA claims are GPU pods
+            # a partial drain reads the faulty GPU's UUID back from the claims' devices
+            *([rule(["resource.k8s.io"], ["resourceslices"], ["list"])]
+              if ctx.config.remediation.drains_partially(pool.name for pool in ctx.config.pools) else []),
         ], LABELS),
         cluster_role_binding(ctx, NAME, labels=LABELS),
         role(ctx, NAME, [

@@ -147,3 +147,30 @@ def test_the_remediation_section_sets_the_monitor() -> None:
     variables = env_of(container(ds, "health-monitor"))
     assert (variables["XID_IGNORE"], variables["XID_CLASSIFY"]) == ("109", "45=reboot-required")
     assert [c["name"] for c in pod_of(ds)["containers"]] == ["health-monitor", "host-actions"]
+
+
+def test_partial_drains_read_the_kubelets_pod_resources_as_root_and_no_more() -> None:
+    """With a rule that drains only the faulty GPU's pods (enforce mode, the catalog's reset ladder, drain.partial)
+    the monitor tells which pods hold which GPU from the kubelet's pod-resources socket (root-only): it mounts that
+    directory read-only and runs as root, with every capability still dropped; the controller may list NVIDIA's
+    ResourceSlices (a DRA claim's device back to its GPU UUID). Observe mode asks for neither."""
+    from gpu_operator.render import render
+
+    def parts(document: dict) -> tuple[Object, Object]:
+        objects = render(parse_config(document))
+        monitor = next(o for o in objects if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "gpu-health-monitor")
+        role = next(o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "gpu-operator")
+        return monitor, role
+
+    monitor, role = parts(with_agents({"remediation": {"mode": "enforce"}}))
+    main = container(monitor, "health-monitor")
+    assert env_of(main)["POD_RESOURCES_SOCKET"] == "/var/lib/kubelet/pod-resources/kubelet.sock"
+    assert mounts(main)["pod-resources"] == "/var/lib/kubelet/pod-resources"
+    assert main["securityContext"]["runAsUser"] == 0 and main["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert main["securityContext"]["privileged"] is False
+    assert {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]} in role["rules"]
+    monitor, role = parts(with_agents())
+    assert "POD_RESOURCES_SOCKET" not in env_of(container(monitor, "health-monitor"))
+    assert not any("resourceslices" in r["resources"] for r in role["rules"])
+    no_partial, _ = parts(with_agents({"remediation": {"mode": "enforce", "drain": {"partial": False}}}))
+    assert "POD_RESOURCES_SOCKET" not in env_of(container(no_partial, "health-monitor"))
