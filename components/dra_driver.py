@@ -63,12 +63,15 @@ class DraDriver(pulumi.ComponentResource):
                                                       "DraDriver")])
         super().__init__(TOKEN, name, {}, opts)
         options = child_options(self, provider, opts)
+        # a component's depends_on does not reach its children: the first ones wait for what it was given
+        given = opts.depends_on if opts is not None else None
+        after: list[Any] = [given] if isinstance(given, pulumi.Resource) else list(given or [])  # type: ignore
 
-        self.namespace = register_object(name, rendered.namespace, options())
+        self.namespace = register_object(name, rendered.namespace, options(*after))
         spec = rendered.chart
         self.chart = register_chart(name, spec, options(self.namespace))
         # namespaces the config asks the stack to create for its claim templates (`existing` ones are the cluster's)
-        self.claim_namespaces = [register_object(name, obj, options()) for obj in rendered.claim_namespaces]
+        self.claim_namespaces = [register_object(name, obj, options(*after)) for obj in rendered.claim_namespaces]
         self.claim_templates = [register_object(name, obj, options(self.chart, *self.claim_namespaces))
                                 for obj in rendered.claim_templates]
         classes = [cls for cls, on in (("gpus", config.dra.gpus), ("computeDomains", config.dra.compute_domains))

@@ -1,6 +1,7 @@
 """`gpu-operator`: render manifests and import Helm values from the command line, no cluster needed.
 
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
+    gpu-operator render [-f CONFIG] --graph                 the apply order as a Mermaid flowchart
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
     gpu-operator check [-f CONFIG] [--output text|json|sarif]  the policies over the stack's objects (exit 3)
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
     render.add_argument("-o", "--output", type=_path, help="directory for one file per object (default: stdout)")
     render.add_argument("--summary", action="store_true", help="print a table of operands, DaemonSets and images")
+    render.add_argument("--graph", action="store_true",
+                        help="print the apply order (what waits for what at pulumi up) as a Mermaid flowchart")
 
     values = commands.add_parser(
         "import-values", help="convert GPU Operator Helm values (or a ClusterPolicy manifest) to a config document"
@@ -301,7 +304,15 @@ def _render(args: argparse.Namespace, out: TextIO) -> int:
     from gpu_operator.render import render_operands
     from gpu_operator.render.notes import render_notes
 
+    if args.graph and (args.output is not None or args.summary):
+        raise ConfigError([Problem("--graph", "prints the apply order alone: leave out -o and --summary, or run "
+                                              "render twice")], "command line")
     config = _load_config(args.file, setting_notes=False)
+    if args.graph:
+        from gpu_operator.render.apply_graph import apply_graph, mermaid
+
+        out.write(mermaid(apply_graph(config)))
+        return 0
     operands = render_operands(config)
     objects = stack_objects(config, operands)
     charts = _charts(config)
@@ -334,6 +345,7 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
         load_import,
     )
     from gpu_operator.config.importers.network import is_network_values
+    from gpu_operator.config.importers.operand_versions import mixed_versions_note
     from gpu_operator.config.importers.loader import is_manifest
     from gpu_operator.config.loader import yaml_kind
     from gpu_operator.config.yaml_reader import STDIN, read_yaml_documents
@@ -351,10 +363,14 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
                           str(args.values))
     document = load_import(args.values, namespace=args.namespace)
     out.write(dump_yaml(document))
+    mixed = mixed_versions_note(document)
+    if mixed is not None:
+        _note(mixed)
     if len(documents) == 1 and not is_manifest(documents[0]):
         ignored = ignored_network_values if is_network_values(documents[0]) else ignored_helm_values
         for key, reason in ignored(documents[0]).items():
-            _note(f"{key} not imported: {reason}")
+            # a note on a value that was imported says so itself ("imported as ..., but ...")
+            _note(f"{key}: {reason}" if reason.startswith("imported") else f"{key} not imported: {reason}")
     for manifest in (d for d in documents if is_manifest(d) and d.get("kind") == "ClusterPolicy"):
         for key, reason in ignored_clusterpolicy_values(manifest).items():
             _note(f"{key} has no effect here: {reason}")

@@ -124,7 +124,7 @@ def _plain_message(error: dict) -> str:
     if kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") in _PATTERN_WORDS:
         return f"{error.get('input')!r} is not {_PATTERN_WORDS[error['ctx']['pattern']]}"
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; keys are camelCase as in the ClusterPolicy CRD)"
+        return "unknown key (check the spelling; keys are camelCase)"
     if kind == "value_error":
         return message.removeprefix("Value error, ")
     if kind == "assertion_error":
@@ -151,7 +151,10 @@ def problems_from_validation_error(error: ValidationError, prefix: Sequence[str 
             note = lookalike_note(str(loc[-1]))
             if message is not None and note is not None and note not in message:
                 message = f"{message} ({note})"
-        problems.append(Problem(format_path([*prefix, *loc]), message or _message(item)))
+        path = format_path([*prefix, *loc])
+        if message is None and item["type"] == "extra_forbidden" and path.startswith("operator."):
+            message = "unknown key (check the spelling; keys are camelCase as in the ClusterPolicy CRD)"
+        problems.append(Problem(path, message or _message(item)))
     # a list left too short because its items were refused repeats those problems
     failed_items = {p.path.rsplit("[", 1)[0] for p in problems if p.path.endswith("]") or "[" in p.path}
     problems = [p for p in problems if not (p.message.startswith("must list at least") and p.path in failed_items)]

@@ -8,14 +8,32 @@ JSON: the same content as one object; `exitStatus` is the status the command exi
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from gpu_operator.diag.diagnosis import Diagnosis
-from gpu_operator.diag.findings import Verdict
+from gpu_operator.diag.findings import Finding, Layer, Severity, Verdict
 
 __all__ = ["text_report", "json_report"]
 
 _MARK = {Verdict.OK: "ok", Verdict.DEGRADED: "DEGRADED", Verdict.BROKEN: "BROKEN", Verdict.NOT_DEPLOYED: "-"}
+#: The layer whose validation writes each file: a file written `ready` says the layer passed when the validator
+#: ran, not that it holds now.
+_FILE_LAYERS = {"driver-ready": Layer.DRIVER, "toolkit-ready": Layer.TOOLKIT, "plugin-ready": Layer.DEVICE_PLUGIN}
+
+
+def _about(finding: Finding, node: str) -> bool:
+    return finding.subject == f"node/{node}" or re.search(rf"\bon {re.escape(node)}\b", finding.what) is not None
+
+
+def _validation(diagnosis: Diagnosis, node: str, file: str, state: str) -> str:
+    """`driver-ready ready`, and when an error of that layer names the node now, that the file is older news."""
+    layer = _FILE_LAYERS.get(file)
+    broken = state == "ready" and any(
+        f.severity is Severity.ERROR and _about(f, node)
+        for verdict in diagnosis.verdicts if verdict.layer is layer for f in verdict.findings)
+    return f"{file} {state}" + (f" (when the validator ran; the {layer.value} layer fails on this node now, "
+                                "see above)" if broken and layer is not None else "")
 
 
 def text_report(diagnosis: Diagnosis) -> str:
@@ -40,7 +58,8 @@ def text_report(diagnosis: Diagnosis) -> str:
     if diagnosis.validations:
         lines += ["", "validations (/run/nvidia/validations, from the validator pods):"]
         for node, files in sorted(diagnosis.validations.items()):
-            shown = ", ".join(f"{file} {state}" for file, state in files.items()) or "no validation reported"
+            shown = ", ".join(_validation(diagnosis, node, file, state) for file, state in files.items())
+            shown = shown or "no validation reported"
             lines.append(f"  {node}: {shown}")
     for note in diagnosis.notes:
         lines += ["", f"note: {note}"]

@@ -43,13 +43,25 @@ def format_text(findings: Sequence[Finding], checked: int, charts: int = 0) -> s
         if not group:
             continue
         lines.append(f"{severity.value.upper()} ({len(group)})")
-        for finding in group:
-            policy, violation = finding.policy, finding.violation
-            lines.append(f"  [{policy.enforcement.value}] {policy.name}: {violation.resource}: {violation.message}")
+        for policy in dict.fromkeys(f.policy for f in group):  # each policy's violations, then its fix once
+            lines += [f"  [{policy.enforcement.value}] {policy.name}: {f.violation.resource}: {f.violation.message}"
+                      for f in group if f.policy is policy]
             lines.append(f"      fix: {policy.remediation}")
-    mandatory = sum(f.policy.enforcement is Enforcement.MANDATORY for f in findings)
-    lines.append(f"{counted}: {len(findings)} violations, {mandatory} of mandatory policies")
+    lines.append(f"{counted}: {_tally(findings)}")
     return "\n".join(lines) + "\n"
+
+
+def _tally(findings: Sequence[Finding]) -> str:
+    """`8 violations of 2 policies, none mandatory`, `1 violation of 1 policy, mandatory`."""
+    policies = {f.policy.name for f in findings}
+    mandatory = sum(f.policy.enforcement is Enforcement.MANDATORY for f in findings)
+    violations = f"{len(findings)} violation{'s' if len(findings) != 1 else ''}"
+    of = f"of {len(policies)} polic{'ies' if len(policies) != 1 else 'y'}"
+    if mandatory == 0:
+        return f"{violations} {of}, none mandatory"
+    if mandatory == len(findings):
+        return f"{violations} {of}, {'all' if mandatory > 1 else 'it'} mandatory (exit 3)"
+    return f"{violations} {of}, {mandatory} of them mandatory (exit 3)"
 
 
 def format_json(findings: Sequence[Finding], checked: int, charts: int = 0) -> str:

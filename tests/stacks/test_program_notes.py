@@ -20,8 +20,10 @@ from gpu_operator.config import parse_config
 from gpu_operator.render.notes import render_notes
 from tests.support.stack_programs import STACKS_DIR, run_program_file
 
-# with the agents image, so the controller runs (without it the render says remediation and upgrades are off)
+# with the agents image, so the controller runs (without it the render says remediation and upgrades are off), and
+# the nodes' OS (without pools or it the render says which it assumes)
 QUIET = {"operator": {"mig": {"strategy": "mixed"}},
+         "cluster": {"operatingSystems": [{"id": "ubuntu", "versionId": "22.04"}]},
          "agents": {"image": {"repository": "example.azurecr.io/gpu-operator-agents", "tag": "1.0.0"}}}
 UNUSED = {**QUIET, "network": {"namespace": "nw"}, "dra": {"namespaces": {"ml": "existing"}}}
 

@@ -243,8 +243,9 @@ def _upgrade_policy(t: Translation, path: str, value: Any) -> None:
 def _upgrade_policy_note(value: Any) -> str | None:
     if not value:
         return None
-    return ("imported: it is carried out by the operator controller, which runs from the agents image - add "
-            "agents.image or agents.build to the config, or the driver DaemonSet keeps updating OnDelete")
+    return ("imported as operator.driver.upgradePolicy, but only the operator controller carries it out, and the "
+            "controller runs from the agents image: add agents.image or agents.build to the config, or the driver "
+            "DaemonSet keeps updating OnDelete")
 
 
 UPGRADE_POLICY = Handle(_upgrade_policy, (("operator.driver.upgradePolicy", "driver.upgradePolicy"),),
