@@ -36,13 +36,14 @@ from lightkube.resources.resource_v1 import ResourceClaim
 from lightkube.types import PatchType
 
 from gpu_operator.agents.controller.cluster_state import NodePods, gpu_claim_holders
-from gpu_operator.agents.controller.reconcile import NodePatch, PodAction
+from gpu_operator.agents.controller.reconcile import PodAction
 from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.kube import pod_facts
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.agents.kube.errors import KubeError, NotFound, TooManyRequests, kube_error
 from gpu_operator.facts.label_selector import LabelSelector
+from gpu_operator.remediation import NodePatch
 
 __all__ = ["Actuator", "node_pods"]
 
@@ -177,15 +178,24 @@ class Actuator:
             return
         self._evict(action.node, chosen, targets)
 
-    def patch_node(self, patch: NodePatch) -> bool:
-        """Apply one node patch; False when the node is gone."""
+    def patch_node(self, patch: NodePatch, version: str | None = None) -> bool:
+        """Apply one node patch; False when the node is gone. A patch with taints replaces the node's list, so it
+        carries the Node's `version` (when given): a taint someone added since makes it fail (409), not vanish."""
         body: dict[str, Any] = {"metadata": {}}
         if patch.labels:
             body["metadata"]["labels"] = dict(patch.labels)
         if patch.annotations:
             body["metadata"]["annotations"] = dict(patch.annotations)
+        spec: dict[str, Any] = {}
         if patch.unschedulable is not None:
-            body["spec"] = {"unschedulable": patch.unschedulable}
+            spec["unschedulable"] = patch.unschedulable
+        if patch.taints is not None:
+            spec["taints"] = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
+                              for t in patch.taints]
+            if version:
+                body["metadata"]["resourceVersion"] = version
+        if spec:
+            body["spec"] = spec
         try:
             _call(lambda: self._client.patch(Node, patch.node, body, patch_type=PatchType.MERGE))
         except NotFound:

@@ -93,7 +93,8 @@ class ControllerLoop:
         self.actuator = Actuator(client, ns, wait_selector=settings.wait_pod_selector,
                                  pod_deletion=settings.pod_deletion, drain=settings.drain, clock=clock)
         self.remediator = Remediator(client, settings.remediation, ns, validator_apps=settings.validator_apps,
-                                     pods_on=self.actuator.pods_on, clock=clock, cloud=cloud, hand_off=aks_hand_off)
+                                     pods_on=self.actuator.pods_on, patch_node=self.actuator.patch_node, clock=clock,
+                                     cloud=cloud, hand_off=aks_hand_off)
         self._status: dict[str, str] | None = None
         self._status_written = 0.0
         self._uncounted: set[str] = set()

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
-from gpu_operator.remediation import blocks_upgrade
+from gpu_operator.remediation import NodePatch, blocks_upgrade
 from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
 from gpu_operator.upgrade.observation import (
     DRIVER_RESTART_LIMIT,
@@ -64,16 +64,6 @@ UNSCHEDULED_REQUEUE_SECONDS = 5.0
 #: While a DRA plugin's label waits for GPU claims to go (NVIDIA's requeue is the backstop of pod events).
 CLAIMS_REQUEUE_SECONDS = 30.0
 _KNOWN_STATES = {state.value: state for state in State}
-
-
-@dataclass(frozen=True)
-class NodePatch:
-    """One merge patch of a node: labels and annotations (None removes) and, when not None, its schedulability."""
-
-    node: str
-    labels: Mapping[str, str | None] = field(default_factory=dict)
-    annotations: Mapping[str, str | None] = field(default_factory=dict)
-    unschedulable: bool | None = None
 
 
 @dataclass(frozen=True)

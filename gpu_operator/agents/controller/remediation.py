@@ -41,9 +41,8 @@ import httpx2
 from lightkube import ApiError as LightkubeApiError
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import Pod
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
-from lightkube.types import PatchType
 
 from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import NVIDIA_GPU_DRA_DRIVER
@@ -142,10 +141,10 @@ class Remediator:
     """Plans GPU fault remediation each round and carries it out; `cloud` makes the cloud calls (None: no cloud)."""
 
     def __init__(self, client: Client, policy: RemediationPolicy, namespace: str, *, validator_apps: Iterable[str],
-                 pods_on: Callable[[str], list[pod_rules.PodFacts]], clock: Callable[[], float], cloud: Any = None,
-                 hand_off: Callable[..., Any] | None = None) -> None:
+                 pods_on: Callable[[str], list[pod_rules.PodFacts]], patch_node: Callable[[NodePatch, str | None], bool],
+                 clock: Callable[[], float], cloud: Any = None, hand_off: Callable[..., Any] | None = None) -> None:
         self._client, self.policy, self._namespace, self._clock = client, policy, namespace, clock
-        self._pods_on = pods_on
+        self._pods_on, self._patch_node = pods_on, patch_node
         """A node's pods as the driver manager's rules see them (a pod holding an NVIDIA DRA claim is a GPU pod)."""
         self._validator_apps = frozenset(validator_apps)
         self._cloud, self._hand_off = cloud, hand_off
@@ -193,27 +192,6 @@ class Remediator:
         return views
 
     # --- carrying out ------------------------------------------------------------------------------------------
-
-    def _patch(self, patch: NodePatch, version: str | None) -> None:
-        body: dict[str, Any] = {"metadata": {}}
-        if patch.labels:
-            body["metadata"]["labels"] = dict(patch.labels)
-        if patch.annotations:
-            body["metadata"]["annotations"] = dict(patch.annotations)
-        spec: dict[str, Any] = {}
-        if patch.unschedulable is not None:
-            spec["unschedulable"] = patch.unschedulable
-        if patch.taints is not None:
-            spec["taints"] = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
-                              for t in patch.taints]
-            if version:
-                body["metadata"]["resourceVersion"] = version  # the list replaces the node's: fail on a change
-        if spec:
-            body["spec"] = spec
-        try:
-            self._client.patch(Node, patch.node, body, patch_type=PatchType.MERGE)
-        except httpx2.HTTPError as error:
-            raise kube_error(error) from error
 
     def _dra_devices(self, node: str) -> dict[str, str]:
         """The node's GPUs as NVIDIA's DRA driver publishes them: device name -> its `uuid` attribute (its
@@ -346,7 +324,8 @@ class Remediator:
             node = by_name.get(node_plan.node)
             if node_plan.patch is not None:
                 version = node.metadata.resourceVersion if node is not None else None
-                if not act("remediation-patch", node_plan.node, lambda p=node_plan.patch, v=version: self._patch(p, v)):
+                if not act("remediation-patch", node_plan.node,
+                           lambda p=node_plan.patch, v=version: self._patch_node(p, v)):
                     continue  # the drain, reset or cloud call waits until its step is written
             if node_plan.drain is not None:
                 act("remediation-drain", node_plan.node, lambda d=node_plan.drain, n=node: self._drain(d, n))

@@ -68,7 +68,7 @@ def _remediator(server: FakeApiServer) -> Remediator:
     client = connect(server.client().config, retry=RetryPolicy(attempts=2, initial_delay=0.001))
     actuator = Actuator(client, NS)
     return Remediator(client, RemediationPolicy(), NS, validator_apps=("nvidia-operator-validator",),
-                      pods_on=actuator.pods_on, clock=lambda: 1000.0)
+                      pods_on=actuator.pods_on, patch_node=actuator.patch_node, clock=lambda: 1000.0)
 
 
 def _node(server: FakeApiServer, holders: dict[str, list[str]] | None) -> Any:
