@@ -4,6 +4,7 @@
     gpu-operator render [-f CONFIG] --graph                 the apply order as a Mermaid flowchart
     gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
+    gpu-operator images [-f CONFIG] [-o text|json|pairs]    every image and chart the stack pulls, for a mirror
     gpu-operator check [-f CONFIG] [--output text|json|sarif]  the policies over the stack's objects (exit 3)
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
     gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
@@ -90,7 +91,8 @@ def _path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,import-values,dashboard,check,dra,diag}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{render,import-values,dashboard,images,check,dra,diag}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -110,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("-f", "--file", type=_path,
                            help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
     dashboard.add_argument("-o", "--output", type=_path, help="file to write, for import by hand (default: stdout)")
+    images = commands.add_parser("images", help="list every image and Helm chart the stack pulls (to mirror them)")
+    images.add_argument("-f", "--file", type=_path,
+                        help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
+    images.add_argument("-o", "--output", choices=("text", "json", "pairs"), default="text",
+                        help="text, json, or pairs: one '<image> <mirror>' line per image (default: text)")
     check = commands.add_parser("check", help="run the policies over the stack's objects (exit 3 on a mandatory one)")
     check.add_argument("-f", "--file", type=_path,
                        help="config document or Pulumi stack file, - for standard input (default: the built-in default stack)")
@@ -397,10 +404,32 @@ def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _images(args: argparse.Namespace, out: TextIO) -> int:
+    """What the config pulls, each with the reference its `registry` mirror serves it as."""
+    from gpu_operator.config.loader import document_directory, load_document
+    from gpu_operator.images_report import FORMATS
+    from gpu_operator.render.pulled import pairs, pulled_charts, pulled_images
+
+    loaded = load_document(args.file)
+    for message in loaded.notes:
+        _note(message)
+    base = document_directory(args.file)
+    config = parse_config(loaded.document, source=loaded.source, base=base)
+    upstream = config
+    if config.registry is not None:  # the same document without the mirror: where each item comes from
+        document = {key: value for key, value in (loaded.document or {}).items() if key != "registry"}
+        upstream = parse_config(document, source=loaded.source, base=base)
+    images = pairs(pulled_images(upstream), pulled_images(config))
+    charts = pairs(pulled_charts(upstream), pulled_charts(config))
+    out.write(FORMATS[args.output](config.registry, images, charts))
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "render": _render,
     "import-values": _import_values,
     "dashboard": _dashboard,
+    "images": _images,
     "check": _check,
     "dra": run_dra,
     "diag": run_diag,

@@ -14,6 +14,7 @@ network: {...}                 # NVIDIA's Network Operator: RDMA for InfiniBand 
 monitoring: {...}              # GPU alerts and recording rules (PrometheusRule) and their thresholds
 dra: {...}                     # NVIDIA's DRA driver for pools with gpuAllocation: dra, and claim templates
 remediation: {...}             # what the operator controller does about GPU faults (observe mode by default)
+registry: mirror.example.com   # a mirror every image and chart is pulled from (gpu-operator images lists them)
 ```
 
 With pools, the config the operands are rendered from is the *effective* one (`gpu_operator.config.effective`):
@@ -40,6 +41,7 @@ from gpu_operator.config.dra import DraSpec
 from gpu_operator.config.device_plugin import DevicePluginConfig, parse_device_plugin_config
 from gpu_operator.config.kube import DnsLabel
 from gpu_operator.config.mig_parted import MigPartedConfig
+from gpu_operator.config.mirror import check_registry
 from gpu_operator.config.monitoring import MonitoringSpec
 from gpu_operator.config.network import NetworkSpec
 from gpu_operator.config.pools import GpuPool
@@ -208,6 +210,14 @@ class GpuStackConfig(ConfigModel):
     dra: DraSpec = DraSpec()
     controller: ControllerSpec = ControllerSpec()
     remediation: RemediationSpec = RemediationSpec()
+    registry: str | None = Field(
+        default=None, description="a registry mirror (host[:port][/path]) every image and chart the stack pulls comes "
+                                  "from, each under its upstream path; `gpu-operator images` lists them")
+
+    @field_validator("registry")
+    @classmethod
+    def _mirror(cls, value: str | None) -> str | None:
+        return None if value is None else check_registry(value)
 
     @property
     def controller_enabled(self) -> bool:

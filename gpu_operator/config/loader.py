@@ -2,7 +2,8 @@
 
 Validation happens once, completely, before anything is rendered or registered: field errors and cross-section
 errors are gathered into one ConfigError. A valid document is returned as its effective config (what its GPU
-pools imply folded into the operator and cluster sections, see :mod:`gpu_operator.config.effective`).
+pools imply folded into the operator and cluster sections, see :mod:`gpu_operator.config.effective`; with a
+`registry`, every image and chart moved to that mirror, :mod:`gpu_operator.config.mirror`).
 
 `-` names standard input (`gpu-operator render -f -`), whose relative chart paths are read against the working
 directory. Files are read strictly (:mod:`gpu_operator.config.yaml_reader`: one UTF-8 YAML document, no duplicate keys, no
@@ -22,15 +23,21 @@ from pydantic import ValidationError
 
 from gpu_operator.config.chart_checks import chart_source_problems
 from gpu_operator.config.checks import semantic_problems
-from gpu_operator.config.document import GpuStackConfig
+from gpu_operator.config.document import NFD_CHART, GpuStackConfig
+from gpu_operator.config.dra import DRA_CHART
 from gpu_operator.config.effective import effective_config
 from gpu_operator.config.errors import ConfigError, Problem, problems_from_validation_error
 from gpu_operator.config.file_kinds import config_document_problem
+from gpu_operator.config.mirror import with_mirror
+from gpu_operator.config.network import NETWORK_CHART
 from gpu_operator.config.stack_file import StackDocument, is_stack_file, stack_document
 from gpu_operator.config.yaml_reader import read_yaml_document, source_name
 
 __all__ = ["parse_config", "load_config", "load_document", "document_directory", "read_yaml_mapping", "yaml_kind",
            "BUILTIN_DEFAULT"]
+
+#: Each chart section's upstream home, for a `registry` mirror (:mod:`gpu_operator.config.mirror`).
+_PUBLISHED = {"nfd": NFD_CHART, "network": NETWORK_CHART, "dra": DRA_CHART}
 
 #: The built-in default stack that `make run` renders: an AKS H100 pool with the full operator.
 BUILTIN_DEFAULT = Path(__file__).with_name("builtin") / "default.yaml"
@@ -57,7 +64,7 @@ def parse_config(
     problems = [*semantic_problems(doc), *chart_source_problems(doc, base)]
     if problems:
         raise ConfigError(problems, source)
-    return effective_config(doc)
+    return with_mirror(effective_config(doc), _PUBLISHED)
 
 
 def _file_argument(source: str) -> str:

@@ -17,7 +17,7 @@ from gpu_operator.config.suggestions import ascii_spelling, did_you_mean, lookal
 
 AKS = {"resourceGroup": "rg", "clusterName": "c", "kubernetesVersion": "1.34"}
 TOP_LEVEL = ("namespace, cluster, agents, nfd, operator, configs, aks, pools, network, monitoring, dra, "
-             "controller, remediation")
+             "controller, remediation, registry")
 
 
 def problems(document: dict[str, Any]) -> dict[str, str]:
