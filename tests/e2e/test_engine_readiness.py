@@ -22,6 +22,7 @@ Every thread and process started here is stopped, within a bounded time, whateve
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import signal
@@ -64,6 +65,8 @@ pytestmark = pytest.mark.e2e
 NAMESPACE = "gpu-operator"
 DRIVER_APP = "nvidia-driver-daemonset"
 VALIDATOR_APP = "nvidia-operator-validator"
+#: What kwok-stages/validator-labelled-never-ready.yaml selects: a validator pod Running, never Ready.
+NEVER_READY_LABEL = ("e2e.pulumi-gpu-operator/validator", "never-ready")
 VALIDATOR_LABEL = "nvidia.com/gpu.deploy.operator-validator"
 AGENTS_IMAGE = {"repository": "ghcr.io/pulumi-gpu-operator/agents", "tag": "0.1.0"}  # tests/e2e/fleet.yaml's
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
@@ -250,6 +253,25 @@ def _validator_off(client: Client, node: str) -> None:
                what=f"the validator pod on {node} to go away")
 
 
+@contextlib.contextmanager
+def _failing_validator(client: Client, node: str) -> Iterator[None]:
+    """The node's DaemonSet validator turned off, and a validator pod of ours there that runs and never turns
+    Ready (kwok-stages/validator-labelled-never-ready.yaml): a validation that keeps failing, which the controller
+    times out (without any validator pod NVIDIA's validation manager waits without a clock, and so do we)."""
+    _validator_off(client, node)
+    pod = Pod.from_dict({
+        "metadata": {"name": f"{VALIDATOR_APP}-failing", "namespace": NAMESPACE,
+                     "labels": {"app": VALIDATOR_APP, NEVER_READY_LABEL[0]: NEVER_READY_LABEL[1]}},
+        "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}],
+                 "containers": [{"name": "validation", "image": "registry.invalid/never-ready:1"}]},
+    })
+    client.create(pod)
+    try:
+        yield
+    finally:
+        client.delete(Pod, pod.metadata.name, namespace=NAMESPACE, grace_period=0)
+
+
 def _rollout_state(client: Client) -> dict[str, tuple[str, bool]]:
     """Per GPU node: its upgrade state, and whether its driver pod runs the DaemonSet's newest revision."""
     newest = newest_revisions(client.list(ControllerRevision, namespace=NAMESPACE)).get(DRIVER_APP)
@@ -358,13 +380,15 @@ class TestDriverRollout:
         self, rollout_stack: ConfiguredStack, gpu_nodes: Client, controller: LocalController
     ) -> None:
         assert controller.running(), controller.tail()
-        _validator_off(gpu_nodes, FAILING)  # for good: the controller fails the node after VALIDATION_TIMEOUT
-        rollout_stack.configure(_driver_document(VERSIONS[2], wait=True))
-        with pytest.raises(EngineError) as raised:
-            rollout_stack.stack.up()
+        # for good: the controller fails the node VALIDATION_TIMEOUT after its validation started
+        with _failing_validator(gpu_nodes, FAILING):
+            rollout_stack.configure(_driver_document(VERSIONS[2], wait=True))
+            with pytest.raises(EngineError) as raised:
+                rollout_stack.stack.up()
         error = raised.value
         node = _nodes(gpu_nodes)[FAILING]
-        assert (node.metadata.labels or {}).get(STATE_LABEL) == "upgrade-failed", controller.tail()
+        assert (node.metadata.labels or {}).get(STATE_LABEL) == "upgrade-failed", (
+            f"{controller.tail()}\n{error.output[-2000:]}")
         assert (node.metadata.labels or {}).get(VALIDATOR_LABEL) == "false", "the controller reset the label"
         reason = (node.metadata.annotations or {}).get(FAILURE_ANNOTATION, "")
         assert reason and "validator" in reason, reason
@@ -373,7 +397,7 @@ class TestDriverRollout:
         assert "nvidia.com/gpu-driver-upgrade-state=upgrade-required" in error.output
         others = [name for name in GPU_NODES if name != FAILING]
         assert not any(f"{name}: " in error.output for name in others), error.output
-        note(f"engine: driver {VERSIONS[1]} -> {VERSIONS[2]} with {FAILING}'s validator gone: up failed after "
+        note(f"engine: driver {VERSIONS[1]} -> {VERSIONS[2]} with {FAILING}'s validator never Ready: up failed after "
              f"{error.operation.seconds:.1f} s naming {FAILING}: {reason}")
         assert controller.running(), controller.tail()
 
