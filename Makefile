@@ -8,7 +8,8 @@ CLI_STAMP := $(VENV)/.installed-cli
 # build backend prints for every `-e .`; it says nothing about this project)
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable install" $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: setup setup-cli test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image gpu-check
+.PHONY: setup setup-cli test-tools policy-venv e2e-venv run test bench golden clean e2e-tools e2e image gpu-check \
+	docs docs-reference
 
 ## The package with everything: the Pulumi SDKs (components, stacks) and the test extra (`make test`).
 setup: $(STAMP)
@@ -104,9 +105,20 @@ endif
 bench: setup
 	$(PY) -m pytest tests/bench -q --benchmark-columns=min,median,mean,max,rounds --benchmark-sort=name
 
+## The docs site: regenerate the reference pages from the code (config models, argument parsers, alerts, component
+## schema, pinned versions, apply order), then serve the site on 127.0.0.1 (loopback only; DOCS_PORT, default 8000).
+## `make test` checks that the committed pages are current and that `mkdocs build --strict` passes.
+DOCS_PORT ?= 8000
+docs: docs-reference
+	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+## Only regenerate the reference pages under docs/reference/ (commit them with the change that moved them).
+docs-reference: setup
+	$(PY) -m tools.docgen
+
 ## Regenerate the golden manifests under tests/golden/ from examples/configs/.
 golden: setup
 	$(PY) -m tests.golden.regenerate
 
 clean:
-	rm -rf $(VENV) $(POLICY_VENV) $(E2E_VENV) rendered .pytest_cache .benchmarks
+	rm -rf $(VENV) $(POLICY_VENV) $(E2E_VENV) rendered site .pytest_cache .benchmarks
