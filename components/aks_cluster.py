@@ -44,7 +44,8 @@ __all__ = [
 
 TOKEN = "gpu-operator:index:AksCluster"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-#: The invokes that fetch the cluster's kubeconfigs (what mocks must answer, see README "Testing under mocks").
+#: The invokes that fetch the cluster's kubeconfigs (what mocks must answer, see docs/tasks/components.md, "Testing a
+#: program under mocks").
 ADMIN_CREDENTIALS = "azure-native:containerservice:listManagedClusterAdminCredentials"
 USER_CREDENTIALS = "azure-native:containerservice:listManagedClusterUserCredentials"
 FEATURE_LOOKUP = "azure-native:features:getSubscriptionFeatureRegistration"

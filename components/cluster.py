@@ -78,7 +78,7 @@ class GpuClusterArgs(TypedDict):
     """How long to wait for the InfiniBand feature to be Registered (default 30 minutes, polled every 20 s)."""
     adopt_existing_objects: NotRequired[bool]
     """Let the Kubernetes provider take over objects that already exist (`upsert_existing_objects`), e.g. those of
-    a `helm install` being replaced (default false; see the README's "Adopting an existing Helm install")."""
+    a `helm install` being replaced (default false; see the docs' task page docs/tasks/adopt-existing-install.md)."""
 
 
 class GpuCluster(pulumi.ComponentResource):

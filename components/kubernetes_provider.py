@@ -7,7 +7,7 @@ the values agree, and the stack's next change to it is a conflict ("Apply failed
 client-side managers (provider await.go `fixCSAFieldManagers`). So the provider forces its applies
 (`enablePatchForce`): on a conflict the stack's value wins and its manager becomes the field's owner, as desired
 state should. `adopt` turns on `upsertExistingObjects` for the one `pulumi up` that takes an existing install over
-(README "Adopting an existing Helm install").
+(docs/tasks/adopt-existing-install.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Pulumi mocks for testing a program that uses these components, without Azure or a cluster.
 
-`pulumi.runtime.set_mocks(GpuMocks())` before the program runs (see the README, "Testing a program under mocks").
+`pulumi.runtime.set_mocks(GpuMocks())` before the program runs (see docs/tasks/components.md, "Testing a program
+under mocks").
 Resources echo their inputs as outputs with the id `<name>-id`. The lookups the components make are answered as
 Azure answers them:
 

@@ -3,7 +3,7 @@
 Stack config (stacks/Pulumi.<env>.yaml):
 
     config:
-      gpu-operator:config: {...}               # the config document (see README)
+      gpu-operator:config: {...}               # the config document (docs/reference/config.md)
       gpu-operator:subscriptionId: <id>        # optional: the Azure subscription (default: the environment's)
       gpu-operator:kubeconfig: {secure: ...}   # only without an `aks` section: the target cluster's kubeconfig
       gpu-operator:adoptExistingObjects: true  # optional, once: take over objects of an existing `helm install`

@@ -23,7 +23,7 @@ vendored in gpu-operator v26.7.0):
   the failed ones** (GetUpgradesInProgress), so at 1 one failure stops further admissions; `maxUnavailable` (a
   count, or a percentage of the managed nodes, rounded up) counts the unschedulable and NotReady nodes and those
   in progress. A node already cordoned adds no unavailability and passes the maxUnavailable limit, never
-  maxParallelUpgrades (NVIDIA lets it pass both; see the README's table).
+  maxParallelUpgrades (NVIDIA lets it pass both; see the table in docs/tasks/driver-upgrades.md).
 * Restart-only (shouldRestartOnly): with the driver config digest unchanged, an admitted node is cordoned and goes
   straight to `pod-restart-required` (no waiting for jobs, no pod deletion, no drain) - unless its upgrade was
   requested, its driver waits for a safe load or its pod has no owner.

@@ -1,4 +1,4 @@
-"""`gpu_operator.components.testing`: the README's program under GpuMocks runs as written, and a mock that leaves
+"""`gpu_operator.components.testing`: the docs' program under GpuMocks (docs/tasks/components.md) runs as written, and a mock that leaves
 a lookup unanswered is reported by the call's name instead of `TypeError: 'NoneType' object is not iterable`."""
 
 from __future__ import annotations
@@ -19,21 +19,21 @@ from gpu_operator.components.testing import ADMIN_CREDENTIALS, FEATURE_LOOKUP, U
 from tests.support.pulumi_mocks import RecordingMocks, run_program
 from tests.support.reference import REPO_ROOT
 
-README = REPO_ROOT / "README.md"
+COMPONENTS_PAGE = REPO_ROOT / "docs" / "tasks" / "components.md"
 EXISTING = {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu"}
 NO_WAIT = FeatureWait(timeout_seconds=5, interval_seconds=0)
 
 
-def _readme_program() -> str:
-    section = README.read_text(encoding="utf-8").split("### Testing a program under mocks", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match, "the README's mocks section lost its example"
+def _docs_program() -> str:
+    section = COMPONENTS_PAGE.read_text(encoding="utf-8").split("### Testing a program under mocks", 1)[1]
+    match = re.search(r"^cat > test_fleet.py <<'PY'\n(.*?)^PY$", section, re.DOTALL | re.MULTILINE)
+    assert match, "the components page's mocks section lost its example"
     return match.group(1)
 
 
-def test_the_readme_example_runs_as_a_test(tmp_path: Any) -> None:
-    """The README's example, saved as a test module and run by pytest in a fresh interpreter, passes."""
-    (tmp_path / "test_readme_example.py").write_text(_readme_program(), encoding="utf-8")
+def test_the_docs_example_runs_as_a_test(tmp_path: Any) -> None:
+    """The components page's example, saved as a test module and run by pytest in a fresh interpreter, passes."""
+    (tmp_path / "test_docs_example.py").write_text(_docs_program(), encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

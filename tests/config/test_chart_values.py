@@ -111,7 +111,7 @@ def test_the_dra_top_level_keys_are_the_charts() -> None:
 
 
 def test_user_tolerations_are_added_to_the_pool_taints_never_in_their_place() -> None:
-    """The README's promise: every pool taint is tolerated by the NFD worker, the Network Operator and the DRA
+    """The docs' promise (docs/tasks/aks-gpu-pools.md): every pool taint is tolerated by the NFD worker, the Network Operator and the DRA
     kubelet plugin, whatever tolerations `values` adds (a Helm list would replace the list)."""
     network = parse_config({"aks": AKS, "pools": [IB_POOL], "network": {"values": {
         "operator": {"tolerations": [MINE]}, "node-feature-discovery": {"worker": {"tolerations": [MINE]}}}}})
@@ -187,7 +187,7 @@ def test_any_json_in_a_free_form_map_is_bad_input_or_a_valid_render(where: str, 
         for path in _WRITTEN_TOLERATIONS[name]:
             tolerations = _at(chart.values, path)
             assert isinstance(tolerations, list) and all(isinstance(t, dict) for t in tolerations), (path, tolerations)
-            assert POOL_TOLERATION in tolerations, (path, tolerations)  # the README's promise: pool taints tolerated
+            assert POOL_TOLERATION in tolerations, (path, tolerations)  # the docs' promise: pool taints tolerated
     assert validate_objects(objects, versions=("1.34",)) == []
 
 

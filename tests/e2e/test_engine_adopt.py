@@ -1,5 +1,5 @@
-"""Adopting an existing install under the real engine: no conflict, no pod restarted (README "Adopting an existing
-Helm install", after its step 4).
+"""Adopting an existing install under the real engine: no conflict, no pod restarted (the docs' task page
+docs/tasks/adopt-existing-install.md, after its step 4).
 
 The cluster first holds what a Helm install leaves: Node Feature Discovery installed by `helm install` of the
 published chart (its own rendering, field manager `helm`), and the operands NVIDIA's chart deploys created with a
@@ -86,7 +86,7 @@ def adopted_cluster(plane: ControlPlane, cluster: Client, e2e_tools: Any,  # noq
 
 
 #: A user's own program: GpuOperator on a provider of its own that upserts but does not force its applies (the
-#: README's "set upsert_existing_objects=True on your own k8s.Provider"), so a value rendered otherwise than the
+#: adopt page's "set upsert_existing_objects=True on your own k8s.Provider"), so a value rendered otherwise than the
 #: server stores it conflicts with Helm's field; the stack's own provider forces (kubernetes_provider).
 OWN_PROVIDER_PROGRAM = """\
 import pulumi

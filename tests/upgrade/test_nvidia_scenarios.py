@@ -5,8 +5,8 @@ snapshot available; gpu-operator v26.7.0 vendors d720f25, whose non-test sources
 the same nodes in the same states, the same policy, and the states and annotations NVIDIA's test expects after
 one ApplyState (or manager call). Where gpu-operator configures the package differently from the test (it always
 enables pod deletion and validation, `app=nvidia-operator-validator`), the row follows gpu-operator; where we
-differ on purpose (README, "The operator controller"), the row says so and asserts our result. Tests of the
-maintenance-operator (requestor) mode are left out: we have no such mode.
+differ on purpose (docs/tasks/driver-upgrades.md, "Where the upgrade follows NVIDIA's"), the row says so and
+asserts our result. Tests of the maintenance-operator (requestor) mode are left out: we have no such mode.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def test_unblock_loading_of_the_driver_instead_of_restarting_the_pod() -> None:
     ("should move pod to UncordonRequired state if it's in PodRestart or UpgradeFailed, up to date and ready "
      "[with validation enabled, as gpu-operator runs it: validation-required]",
      _node("n", S.POD_RESTART), S.VALIDATION, {}),
-    ("same, from UpgradeFailed [ours: validation-required first, README table]",
+    ("same, from UpgradeFailed [ours: validation-required first, docs table]",
      _node("n", S.FAILED, unschedulable=True), S.VALIDATION, {}),
     ("should move pod to UpgradeValidationRequired state if it's in PodRestart, driver pod is up-to-date and "
      "ready, and validation is enabled", _node("n", S.POD_RESTART), S.VALIDATION, {}),

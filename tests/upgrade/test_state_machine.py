@@ -172,8 +172,8 @@ def test_notready_nodes_count_against_max_unavailable() -> None:
 
 
 def test_an_already_cordoned_node_passes_max_unavailable_but_not_max_parallel_upgrades() -> None:
-    """Item 15 (justified in the README). upgrade_inplace.go ProcessUpgradeRequiredNodes admits an unschedulable
-    node even with no upgrade slot left; we let it pass maxUnavailable (it adds no unavailability) but keep
+    """Item 15 (justified in docs/tasks/driver-upgrades.md). upgrade_inplace.go ProcessUpgradeRequiredNodes admits an
+    unschedulable node even with no upgrade slot left; we let it pass maxUnavailable (it adds no unavailability) but keep
     maxParallelUpgrades, so a failed node still stops the driver from spreading to cordoned nodes."""
     nodes = [NodeObservation("a", State.REQUIRED, driver_pod_outdated=True),
              NodeObservation("b", State.REQUIRED, unschedulable=True, driver_pod_outdated=True),
