@@ -120,6 +120,12 @@ class StageReport:
     in_progress: int
     phase: str
     soak_until: float | None = None
+    soak_seconds: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "phase": self.phase, "nodes": list(self.nodes), "upgraded": self.settled,
+                "failed": list(self.failed), "inProgress": self.in_progress, "soakSeconds": self.soak_seconds,
+                "soakUntil": self.soak_until}
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,12 @@ class StageDecision:
     @property
     def finished(self) -> bool:
         return not self.halted and all(stage.phase in ("done", "skipped") for stage in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the controller publishes (its status ConfigMap's `rollout`) for `upgrade status` and people."""
+        return {"active": self.active or "", "waitingOn": self.waiting_on, "halted": self.halted,
+                "finished": self.finished, "stages": [stage.to_dict() for stage in self.stages],
+                "memory": self.memory.to_dict()}
 
 
 def stage_of(policy: RolloutPolicy, pool: str) -> str:
@@ -162,7 +174,7 @@ def _report(stage: RolloutStage, nodes: Sequence[StagedNode], phase: str,
     return StageReport(stage.name, tuple(n.name for n in nodes), sum(n.settled for n in nodes),
                        tuple(n.name for n in nodes if n.state == State.FAILED.value),
                        sum(n.state not in (*_SETTLED_STATES, State.REQUIRED.value, State.FAILED.value)
-                           for n in nodes), phase, soak_until)
+                           for n in nodes), phase, soak_until, stage.soak_seconds)
 
 
 def _soak_halt(stage: RolloutStage, nodes: Sequence[StagedNode], alerts: Iterable[str]) -> str:
