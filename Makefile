@@ -90,7 +90,8 @@ image:
 
 ## On a machine with an NVIDIA GPU: `GPU_REQUIRED=1 pytest -m gpu`, then each agent against the real driver compared
 ## with nvidia-smi, into one report (gpu-check/gpu-check.md and .json); fails with "no NVIDIA driver: ..." elsewhere.
-## Offline: WHEELS=<dir> installs the Python dependencies from wheels brought along (README, "GPU check").
+## Offline: WHEELS=<dir> installs the Python dependencies from wheels brought along (docs/concepts/testing.md,
+## "GPU check").
 gpu-check:
 ifdef WHEELS
 	$(PYTHON) -m venv $(VENV)
