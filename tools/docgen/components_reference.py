@@ -2,8 +2,8 @@
 
 Programs in other languages see what the component provider's schema says (`GpuOperatorProvider().schema`, which
 Pulumi's analyzer infers from the multi-language component's annotations): each resource's inputs and outputs
-are listed from it, with the example programs of `examples/multi-language/` for YAML and TypeScript. Python
-programs use the components of `gpu_operator.components` directly: their inputs are the `<Name>Args` TypedDicts
+are listed from it, with the example programs of `examples/multi-language/` for YAML and TypeScript and the
+consumer stack of `examples/consumer-stack/` for Python. Python programs use the components of `gpu_operator.components` directly: their inputs are the `<Name>Args` TypedDicts
 and their outputs the `pulumi.Output` attributes, each documented by the string literal under it, read from the
 source as Pulumi's analyzer reads a component's (at run time a TypedDict keeps no attribute docstrings).
 """
@@ -21,7 +21,8 @@ __all__ = ["PYTHON_COMPONENTS", "documented_attributes", "page"]
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = {"YAML": ("yaml", REPO / "examples/multi-language/yaml/Pulumi.yaml"),
-            "TypeScript": ("typescript", REPO / "examples/multi-language/typescript/index.ts")}
+            "TypeScript": ("typescript", REPO / "examples/multi-language/typescript/index.ts"),
+            "Python": ("python", REPO / "examples/consumer-stack/__main__.py")}
 #: The Python components users build with, in the order a fleet comes up.
 PYTHON_COMPONENTS = ("GpuCluster", "AksCluster", "GpuNodePool", "NetworkOperator", "GpuOperator", "DraDriver",
                      "GpuMonitoring", "AgentsImage")
