@@ -90,9 +90,12 @@ def _check_agents_image(config: GpuStackConfig, agents_image: object, component:
 
 
 def _rolls_on_delete(obj: Mapping[str, Any]) -> bool:
-    """An `OnDelete` DaemonSet (the driver's) never rolls by itself: awaiting its rollout would hang until the
-    provider's timeout. Its rollout is the operator controller's, awaited by `controller.waitForDriverRollout`."""
-    return obj["spec"].get("updateStrategy", {}).get("type") == "OnDelete"
+    """An `OnDelete` DaemonSet (the driver's, under the operator controller) never rolls by itself: awaiting its
+    rollout would hang until the provider's timeout; its rollout is the controller's, awaited by
+    `controller.waitForDriverRollout`. A driver DaemonSet that rolls by itself (no controller) replaces one node's
+    driver at a time, minutes each, which outlasts the provider's timeout as well."""
+    driver = obj["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "nvidia-driver"
+    return driver or obj["spec"].get("updateStrategy", {}).get("type") == "OnDelete"
 
 
 def _with_skip_await(operand: RenderedOperand, wait: bool) -> list[dict[str, Any]]:

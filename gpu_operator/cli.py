@@ -2,7 +2,7 @@
 
     gpu-operator render [-f CONFIG] [-o DIR] [--summary]   manifests in apply order (stdout: multi-document YAML)
     gpu-operator render [-f CONFIG] --graph                 the apply order as a Mermaid flowchart
-    gpu-operator import-values FILE [-n NAMESPACE]          Helm values or a ClusterPolicy manifest → our config
+    gpu-operator import-values FILE [DRIVERS ...] [-n NS]   Helm values or a ClusterPolicy (+ NVIDIADrivers) → our config
     gpu-operator dashboard [-f CONFIG] [-o FILE]            the GPU fleet's Grafana dashboard JSON
     gpu-operator images [-f CONFIG] [-o text|json|pairs]    every image and chart the stack pulls, for a mirror
     gpu-operator check [-f CONFIG] [--output text|json|sarif]  the policies over the stack's objects (exit 3)
@@ -105,7 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     values = commands.add_parser(
         "import-values", help="convert GPU Operator Helm values (or a ClusterPolicy manifest) to a config document"
     )
-    values.add_argument("values", type=_path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest")
+    values.add_argument("values", type=_path, help="a gpu-operator values.yaml, or a ClusterPolicy manifest (with "
+                                                   "NVIDIADriver manifests beside it, one file)")
+    values.add_argument("drivers", nargs="*", type=_path,
+                        help="files of NVIDIADriver manifests, imported beside the values (as drivers entries)")
     values.add_argument("-n", "--namespace", default="gpu-operator", help="namespace of the operands")
 
     dashboard = commands.add_parser("dashboard", help="write the GPU fleet's Grafana dashboard (JSON)")
@@ -291,10 +294,12 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     )
     from gpu_operator.policy.model import chart_object
     from gpu_operator.render import render_operands
+    from gpu_operator.render.operands.driver_update import driver_update_notes
     from gpu_operator.render.operands.operator_controller import controller_notes
 
     config = _load_config(args.file)
-    for message in controller_notes(config):  # what is off without the controller, as render says it
+    # what is off without the controller, and how a driver change reaches the nodes, as render says it
+    for message in [*controller_notes(config), *driver_update_notes(config)]:
         _note(message)
     charts = [chart_object(c.spec.name, c.spec.namespace, c.spec.chart, c.spec.pinned_version or "", c.spec.values)
               for c in _charts(config)]
@@ -368,7 +373,7 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
         kind = next(yaml_kind(d) for d in documents if not isinstance(d, dict))
         raise ConfigError([Problem("", f"must hold a mapping (Helm values) or a manifest, but holds {kind}")],
                           str(args.values))
-    document = load_import(args.values, namespace=args.namespace)
+    document = load_import(args.values, namespace=args.namespace, drivers=args.drivers)
     out.write(dump_yaml(document))
     mixed = mixed_versions_note(document)
     if mixed is not None:
@@ -381,7 +386,23 @@ def _import_values(args: argparse.Namespace, out: TextIO) -> int:
     for manifest in (d for d in documents if is_manifest(d) and d.get("kind") == "ClusterPolicy"):
         for key, reason in ignored_clusterpolicy_values(manifest).items():
             _note(f"{key} has no effect here: {reason}")
+    for message in _imported_document_notes(document):
+        _note(message)
     return 0
+
+
+def _imported_document_notes(document: dict[str, Any]) -> list[str]:
+    """How a driver change will reach the nodes with the imported document (as render says it), or what the
+    document still needs before it renders (a controller for NVIDIADrivers that select nodes, ...)."""
+    from gpu_operator.config import parse_config
+    from gpu_operator.config.driver_groups import unlabelled_driver_notes
+    from gpu_operator.render.operands.driver_update import driver_update_notes
+
+    try:
+        config = parse_config(document, source="the imported document")
+    except ConfigError as error:
+        return [f"before it renders, the imported document needs: {problem}" for problem in error.problems]
+    return [*driver_update_notes(config), *unlabelled_driver_notes(config)]
 
 
 #: command → its function, which writes what goes to stdout into `out` (written once it has all succeeded)

@@ -3,7 +3,9 @@
 Field-level rules live on the models; these are the ones a single field cannot see: a ConfigMap named in one
 section and filled in another, a MIG strategy inherited by a device-plugin config, features NVIDIA would accept
 but this package does not render. Every rule names the key to change. The rules about GPU pools live in
-:mod:`gpu_operator.config.pool_checks` and run here too.
+:mod:`gpu_operator.config.pool_checks`, those about drivers of their own in
+:mod:`gpu_operator.config.driver_group_checks` and :mod:`gpu_operator.config.driver_compat_checks`; they run here
+too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from gpu_operator.config.dcgm_metrics import AGENT_READABLE_FIELDS, parse_metric
 from gpu_operator.config.distributions import CERT_CONFIG_DIRS, REPO_CONFIG_DIRS
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra_checks import DRA_CHECKS
+from gpu_operator.config.driver_compat_checks import DRIVER_COMPAT_CHECKS
+from gpu_operator.config.driver_group_checks import DRIVER_GROUP_CHECKS
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
 from gpu_operator.config.monitoring_inputs import MONITORING_INPUT_CHECKS
@@ -133,11 +137,6 @@ def _default_runtime_is_the_clusters(doc: GpuStackConfig) -> Iterator[Problem]:
 
 def _unsupported_modes(doc: GpuStackConfig) -> Iterator[Problem]:
     spec = doc.operator
-    if spec.driver.use_nvidia_driver_crd:
-        yield Problem(
-            "operator.driver.useNvidiaDriverCRD",
-            "NVIDIADriver custom resources are not rendered by this package; set false and configure the driver here",
-        )
     if spec.operator.use_ocp_driver_toolkit:
         yield Problem("operator.operator.use_ocp_driver_toolkit", "OpenShift Driver Toolkit is not supported; set false")
     if spec.kata_manager.enabled:
@@ -355,6 +354,8 @@ CHECKS: tuple[Check, ...] = (
     _hpc_job_mapping_directory,
     _metrics_our_exporter_reads,
     *POOL_CHECKS,
+    *DRIVER_GROUP_CHECKS,
+    *DRIVER_COMPAT_CHECKS,
     *NETWORK_CHECKS,
     *MONITORING_CHECKS,
     *MONITORING_INPUT_CHECKS,

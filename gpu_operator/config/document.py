@@ -10,6 +10,7 @@ configs: {...}                 # contents of the ConfigMaps that `operator` name
                                # the driver's repository and certificate files)
 aks: {...}                     # the AKS cluster the GPU pools join (existing, or created by the stack)
 pools: [...]                   # AKS GPU node pools; their taints, OS images and GPUs flow into the sections above
+drivers: {...}                 # drivers of their own (NVIDIADriver specs) that pools name, or nodes a selector matches
 network: {...}                 # NVIDIA's Network Operator: RDMA for InfiniBand pools (on by default with them)
 monitoring: {...}              # GPU alerts and recording rules (PrometheusRule) and their thresholds
 dra: {...}                     # NVIDIA's DRA driver for pools with gpuAllocation: dra, and claim templates
@@ -44,6 +45,7 @@ from gpu_operator.config.mig_parted import MigPartedConfig
 from gpu_operator.config.mirror import check_registry
 from gpu_operator.config.monitoring import MonitoringSpec
 from gpu_operator.config.network import NetworkSpec
+from gpu_operator.config.nvidia_driver import NvidiaDriverSpec
 from gpu_operator.config.pools import GpuPool
 from gpu_operator.config.remediation import RemediationSpec
 
@@ -205,6 +207,7 @@ class GpuStackConfig(ConfigModel):
     configs: OperandConfigs = OperandConfigs()
     aks: AksSpec | None = None
     pools: tuple[GpuPool, ...] = ()
+    drivers: dict[str, NvidiaDriverSpec] = Field(default={}, description="drivers of their own, by NVIDIADriver name")
     network: NetworkSpec = NetworkSpec()
     monitoring: MonitoringSpec = MonitoringSpec()
     dra: DraSpec = DraSpec()

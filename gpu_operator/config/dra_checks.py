@@ -3,7 +3,8 @@
 DRA deploys but never works when the cluster is older than the DRA driver's prerequisites (Kubernetes 1.34.2;
 below 1.34 no `resource.k8s.io/v1` is served), when the NVIDIA driver is older than it supports (R565 for GPUs,
 570.158.01 for ComputeDomains, whose plugin refuses to start on older drivers), or when the same GPUs are advertised
-twice, by the device plugin and by DRA, so pods are over-admitted. A claim template's own rules (a selector naming
+twice, by the device plugin and by DRA, so pods are over-admitted. The driver floors are checked per pool, against
+the driver each pool runs (:mod:`gpu_operator.config.driver_compat_checks`). A claim template's own rules (a selector naming
 an attribute the driver does not publish, which makes every claim that uses it unschedulable, ...) are the ones
 `gpu-operator dra match` applies (:mod:`gpu_operator.config.dra_claims`); here the config around it: the classes
 the chart creates and the feature gates it turns on. Each rule names the key and the fix.
@@ -18,7 +19,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra import ClaimTemplate, dra_node_pools, dra_wanted
 from gpu_operator.config.dra_claims import claim_problems
 from gpu_operator.config.errors import Problem
-from gpu_operator.facts.dra_driver import MIN_COMPUTE_DOMAIN_DRIVER, MIN_DRIVER_BRANCH, MIN_KUBERNETES, device_class
+from gpu_operator.facts.dra_driver import MIN_KUBERNETES, device_class
 
 __all__ = ["DRA_CHECKS", "driver_version", "kubernetes_versions"]
 
@@ -27,7 +28,6 @@ Check = Callable[[GpuStackConfig], Iterator[Problem]]
 _KUBERNETES = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?")
 _DRIVER = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _MIN_TEXT = ".".join(map(str, MIN_KUBERNETES))
-_CD_TEXT = f"{MIN_COMPUTE_DOMAIN_DRIVER[0]}.{MIN_COMPUTE_DOMAIN_DRIVER[1]}.{MIN_COMPUTE_DOMAIN_DRIVER[2]:02d}"
 
 
 def _too_old(version: str) -> bool:
@@ -76,23 +76,6 @@ def _needs_kubernetes_134(doc: GpuStackConfig) -> Iterator[Problem]:
             yield Problem(key, f"{version} is older than NVIDIA's DRA driver supports: it needs Kubernetes "
                                f"{_MIN_TEXT} or newer (its prerequisites); upgrade to {_MIN_TEXT} or later, or keep "
                                "the GPUs on the device plugin (gpuAllocation: devicePlugin, dra.enabled: false)")
-
-
-def _driver_branch(doc: GpuStackConfig) -> Iterator[Problem]:
-    driver = doc.operator.driver
-    if not (dra_wanted(doc.dra, doc.pools) and driver.enabled):
-        return
-    version = driver_version(driver.version)
-    if version is None:
-        return
-    if doc.dra.gpus and version[0] < MIN_DRIVER_BRANCH:
-        yield Problem("operator.driver.version", f"{driver.version} is branch {version[0]}; NVIDIA's DRA driver "
-                                                 f"allocates GPUs with the R{MIN_DRIVER_BRANCH} branch or newer: set "
-                                                 f"a {MIN_DRIVER_BRANCH}.x or later driver version, or turn DRA off")
-    elif doc.dra.compute_domains and version < MIN_COMPUTE_DOMAIN_DRIVER:
-        yield Problem("operator.driver.version", f"{driver.version} is older than {_CD_TEXT}, which ComputeDomains "
-                                                 "need (the compute-domain plugin does not start on older drivers): "
-                                                 f"set {_CD_TEXT} or later, or dra.computeDomains: false")
 
 
 def _one_allocator_per_pool(doc: GpuStackConfig) -> Iterator[Problem]:
@@ -196,7 +179,6 @@ def _sharing_gates(doc: GpuStackConfig, base: str, template: ClaimTemplate) -> I
 
 DRA_CHECKS: tuple[Check, ...] = (
     _needs_kubernetes_134,
-    _driver_branch,
     _one_allocator_per_pool,
     _driver_root_once,
     _chart_namespace,

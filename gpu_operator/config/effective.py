@@ -9,7 +9,8 @@ operator would otherwise learn at runtime are derived from it:
   Kubernetes version), which names the driver image; entries written by hand are kept, so kernel versions for
   precompiled drivers can still be given;
 * GPUDirect RDMA for InfiniBand pools whose driver the operator owns: `operator.driver.kernelModuleType` becomes
-  `open` when left at its default. The open kernel modules carry GPUDirect RDMA over DMA-BUF, which works with
+  `open` when left at its default (for the pools that run the cluster's driver; a pool's own driver gets the same
+  rule, see :mod:`gpu_operator.config.driver_groups`). The open kernel modules carry GPUDirect RDMA over DMA-BUF, which works with
   the InfiniBand drivers already on the node and needs no MOFED; the legacy `nvidia-peermem` path
   (`driver.rdma.enabled`) waits for a MOFED driver container, so it stays the user's explicit choice;
 * the Network Operator (`network`): on when a pool has InfiniBand (unless `network.enabled: false`), with the
@@ -31,6 +32,7 @@ from gpu_operator.config.aks import AksSpec
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra import dra_effective
+from gpu_operator.config.driver_groups import cluster_driver_pools
 from gpu_operator.config.kube import Toleration
 from gpu_operator.config.network import network_wanted, pool_vf_device_ids
 from gpu_operator.config.pools import GpuPool
@@ -60,7 +62,7 @@ def needs_open_kernel_modules(doc: GpuStackConfig) -> bool:
     """Whether GPUDirect RDMA for InfiniBand pools should pin the open kernel modules (see module docstring)."""
     driver = doc.operator.driver
     chosen = {"kernel_module_type", "use_open_kernel_modules"} & driver.model_fields_set
-    ib_pools = any(pool.has_infiniband and pool.gpu_driver == "operator" for pool in doc.pools)
+    ib_pools = any(pool.has_infiniband and pool.gpu_driver == "operator" for pool in cluster_driver_pools(doc))
     return ib_pools and driver.enabled and not chosen
 
 

@@ -66,7 +66,7 @@ def _manifest(data: Mapping[str, Any]) -> str | None:
 
 
 #: Manifests `import-values` converts into a config document (the GPU Operator's, and the Network Operator's).
-_IMPORTED_KINDS = ("ClusterPolicy", "NicClusterPolicy", "IPoIBNetwork")
+_IMPORTED_KINDS = ("ClusterPolicy", "NVIDIADriver", "NicClusterPolicy", "IPoIBNetwork")
 
 
 def _imported_manifest(data: Mapping[str, Any]) -> str | None:

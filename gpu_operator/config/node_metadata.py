@@ -19,6 +19,7 @@ __all__ = [
     "DEPLOY_LABEL_PREFIX",
     "DEVICE_PLUGIN_CONFIG_LABEL",
     "DRA_KUBELET_PLUGIN_LABEL",
+    "DRIVER_OWNER_LABEL",
     "GPU_PRESENT_LABEL",
     "MIG_CONFIG_LABEL",
     "WORKLOAD_CONFIG_LABEL",
@@ -44,8 +45,12 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 #: Nodes where NVIDIA's DRA kubelet plugin runs (pools with gpuAllocation: dra).
 DRA_KUBELET_PLUGIN_LABEL = DRA_NODE_LABEL
+#: The NVIDIADriver a node's driver comes from (NVIDIA's `consts.NVIDIADriverOwnerLabel`): pools with a driver of
+#: their own carry it (see gpu_operator.config.driver_groups).
+DRIVER_OWNER_LABEL = "nvidia.com/gpu-operator.driver.owner"
 _DERIVED = frozenset({
     GPU_PRESENT_LABEL, WORKLOAD_CONFIG_LABEL, MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, DRA_KUBELET_PLUGIN_LABEL,
+    DRIVER_OWNER_LABEL,
 })
 
 

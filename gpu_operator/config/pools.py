@@ -15,6 +15,7 @@ pools:
     workload: container             # container, or vm-passthrough / vm-vgpu with sandbox workloads
     gpuAllocation: devicePlugin     # devicePlugin, or dra: GPUs claimed through NVIDIA's DRA driver (see `dra`)
     gpu: {model: ..., count: 8, memoryGiB: 80, pciDeviceId: "0x2330", infiniband: {...}}  # for unknown sizes
+    driver: canary                  # a driver of its own: a `drivers` entry's name, or an NVIDIADriver spec
 ```
 
 Fields that are plain AKS agent pool properties keep the AKS API's spelling (`vmSize`, `osSKU`, `vnetSubnetID`,
@@ -32,14 +33,15 @@ characters without `<>%&\\?/`, not under the reserved `microsoft`, `azure` or `w
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from gpu_operator.aks.node_images import KUBERNETES_VERSION, OsSku
 from gpu_operator.aks.vm_sizes import Gpu, GpuHardware, Infiniband, vm_size
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.config.kube import count_or_percent
+from gpu_operator.config.nvidia_driver import NvidiaDriverSpec
 from gpu_operator.config.node_metadata import (
     AKS_LABEL_PREFIX,
     Taint,
@@ -58,6 +60,7 @@ __all__ = [
     "GpuFacts",
     "GpuPool",
     "InfinibandFacts",
+    "PoolDriver",
     "UpgradeSettings",
     "Workload",
     "Zone",
@@ -90,6 +93,12 @@ _NO_SURGE = ("adds no node, so AKS could not upgrade the pool (it refuses maxSur
              "unavailable): give at least 1, or a percentage such as '33%'")
 
 Zone = Literal["1", "2", "3"]
+#: A pool's own driver: the name of a `drivers` entry, or an NVIDIADriver spec (the union tags are dropped from
+#: error paths, see gpu_operator.config.errors).
+PoolDriver = Annotated[
+    Annotated[str, Tag("str")] | Annotated[NvidiaDriverSpec, Tag("spec[NVIDIADriver]")],
+    Discriminator(lambda value: "str" if isinstance(value, str) else "spec[NVIDIADriver]"),
+]
 Workload = Literal["container", "vm-passthrough", "vm-vgpu"]
 #: How pods get the pool's GPUs: counted `nvidia.com/gpu` from the device plugin, or ResourceClaims through DRA.
 GpuAllocation = Literal["devicePlugin", "dra"]
@@ -197,6 +206,8 @@ class GpuFacts(ConfigModel):
     memory_gib: int = Field(ge=1, alias="memoryGiB")
     pci_device_id: str | None = Field(default=None, description="the GPU's PCI device id, e.g. 0x2330")
     mig_capable: bool | None = Field(default=None, description="default: whether the MIG catalog knows the GPU")
+    vgpu: bool = Field(default=False, description="the VM's GPU is a vGPU (a share the host's vGPU manager gives, "
+                       "as on NVads A10 v5): it runs NVIDIA's vGPU guest driver")
     infiniband: InfinibandFacts | None = None
 
     @field_validator("pci_device_id")
@@ -237,6 +248,7 @@ class GpuPool(ConfigModel):
     gpu: GpuFacts | None = None
     upgrade_settings: UpgradeSettings | None = None
     tags: dict[str, str] = {}
+    driver: PoolDriver | None = Field(default=None, description="a driver of its own (default: the cluster's)")
 
     @field_validator("name")
     @classmethod
@@ -300,7 +312,8 @@ class GpuPool(ConfigModel):
                 raise ValueError(f"{key!r}: labels under {AKS_LABEL_PREFIX} are set by AKS")
             if is_derived_label(key):
                 raise ValueError(
-                    f"{key!r} is derived from the pool (GPU, workload, migConfig, devicePluginConfig, gpuAllocation); remove it"
+                    f"{key!r} is derived from the pool (GPU, workload, migConfig, devicePluginConfig, gpuAllocation, "
+                    "driver); remove it"
                 )
         return values
 

@@ -2,8 +2,8 @@
 
 A section may be written for a component that this document does not deploy: `network.*` without an InfiniBand
 pool, `dra.*` without a DRA pool, `nfd.*` while the Network Operator's NFD runs instead, `controller.*` or
-`operator.driver.upgradePolicy` without the operator controller (the driver DaemonSet is `OnDelete`, so nothing
-else rolls a new driver out), `monitoring.*` with monitoring off. None of them is an error (an environment may
+the controller's part of `operator.driver.upgradePolicy` without the operator controller (the driver DaemonSet then
+rolls a new driver out itself, and nothing waits for jobs, times GPU pod deletion or drains), `monitoring.*` with monitoring off. None of them is an error (an environment may
 turn the component on later), but rendering them away silently would let a reader believe they apply. Each
 becomes one note naming the keys, why they do not apply, and the switch that makes them apply; the CLI prints the
 notes with the render's other notes.
@@ -70,13 +70,16 @@ def _controller(doc: GpuStackConfig) -> str | None:
     return None if doc.controller_enabled else _NO_CONTROLLER
 
 
-def _upgrade_policy(doc: GpuStackConfig) -> str | None:
-    if not doc.operator.driver.enabled:
-        return "operator.driver.enabled is false, so there is no driver to upgrade"
-    if doc.controller_enabled:
+def _no_driver(doc: GpuStackConfig) -> str | None:
+    return None if doc.operator.driver.enabled else "operator.driver.enabled is false, so there is no driver to upgrade"
+
+
+def _controller_steps(doc: GpuStackConfig) -> str | None:
+    if not doc.operator.driver.enabled or doc.controller_enabled:
         return None
-    return (f"{_NO_CONTROLLER}, and nothing else carries the policy out: the driver DaemonSet is OnDelete, so a new "
-            "driver.version reaches a node only when its driver pod is deleted")
+    return (f"{_NO_CONTROLLER}: the driver DaemonSet rolls a new driver out by itself (autoUpgrade, "
+            "maxParallelUpgrades and maxUnavailable apply to it), and nothing waits for jobs, times the GPU pod "
+            "deletion or drains a node as the controller does")
 
 
 def _monitoring(doc: GpuStackConfig) -> str | None:
@@ -87,8 +90,10 @@ def _monitoring(doc: GpuStackConfig) -> str | None:
 UNUSED_SECTIONS: tuple[UnusedSection, ...] = (
     # NodeFeatureRules serve whichever NFD runs (the Network Operator's too), so `nodefeaturerules` always applies
     UnusedSection("nfd", lambda doc: doc.nfd, _nfd, ignored=frozenset({"enabled", "node_feature_rules"})),
-    UnusedSection("operator.driver", lambda doc: doc.operator.driver, _upgrade_policy,
+    UnusedSection("operator.driver", lambda doc: doc.operator.driver, _no_driver,
                   ignored=frozenset(DriverSpec.model_fields) - {"upgrade_policy"}),
+    UnusedSection("operator.driver.upgradePolicy", lambda doc: doc.operator.driver.upgrade_policy, _controller_steps,
+                  ignored=frozenset({"auto_upgrade", "max_parallel_upgrades", "max_unavailable"})),
     UnusedSection("network", lambda doc: doc.network, _network),
     UnusedSection("monitoring", lambda doc: doc.monitoring, _monitoring),
     UnusedSection("dra", lambda doc: doc.dra, _dra, ignored=frozenset({"enabled", "claim_templates"})),

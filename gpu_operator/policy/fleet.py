@@ -11,6 +11,9 @@
 * Every ServiceMonitor, PodMonitor and PrometheusRule carries the labels the Prometheus selects by.
 * NVIDIA's metrics exporter has a memory limit of at least dcgm-exporter's own chart's, 512 MiB (users see
   400-500 MiB with a single GPU, whatever the count).
+* A driver change reaches the nodes: a driver DaemonSet that updates `OnDelete` with no operator controller
+  beside it never replaces a driver pod (advisory), and in production one that rolls by itself
+  (`RollingUpdate`, no controller) lacks the controller's cordon, wait for jobs and validation (advisory).
 * The NicClusterPolicy lets the DOCA-OFED container compile (memory limit of at least 1 GiB, `1Gi` being 1024 MiB),
   and each RDMA device-plugin resource selects devices the way the Network Operator's webhook schemas require
   (a config that advertises 0 RDMA devices looks healthy).
@@ -34,7 +37,8 @@ _Found = Iterator[tuple[Object, str]]
 
 #: NVIDIA's operand DaemonSets that run privileged containers (driver DaemonSets also per kernel / OS suffix).
 PRIVILEGED_OPERANDS = re.compile(
-    r"^(nvidia-driver-daemonset(-.+)?|nvidia-container-toolkit-daemonset|nvidia-operator-validator(-dra)?"
+    # the driver DaemonSets of NVIDIADrivers: nvidia-<driverType>-driver-<osTag>-<hash> (internal/state/driver.go)
+    r"^(nvidia-driver-daemonset(-.+)?|nvidia-v?gpu-driver-.+|nvidia-container-toolkit-daemonset|nvidia-operator-validator(-dra)?"
     r"|nvidia-device-plugin-daemonset|nvidia-device-plugin-mps-control-daemon|gpu-feature-discovery"
     r"|nvidia-dcgm|nvidia-dcgm-exporter|nvidia-mig-manager|nvidia-node-status-exporter|nvidia-cc-manager"
     r"|nvidia-(kata-)?sandbox-device-plugin-daemonset|nvidia-sandbox-validator|nvidia-vfio-manager"
@@ -319,6 +323,31 @@ def _unlimited_upgrades(objects: list[Object], context: PolicyContext) -> _Found
             return
 
 
+def _driver_daemonsets(objects: list[Object]) -> list[Object]:
+    return [obj for obj in objects if obj.get("kind") == "DaemonSet"
+            and obj["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "nvidia-driver"]
+
+
+def _runs_the_controller(objects: list[Object]) -> bool:
+    """The operator controller's Deployment (`gpu-operator-agent operator`) is among the objects."""
+    return any(obj.get("kind") == "Deployment" and any(
+        container.get("command", [])[:2] == ["gpu-operator-agent", "operator"]
+        for pod in pod_templates(obj) for container in containers(pod)) for obj in objects)
+
+
+def _driver_changes_reach_nodes(objects: list[Object], context: PolicyContext) -> _Found:
+    if _runs_the_controller(objects):
+        return
+    for ds in _driver_daemonsets(objects):
+        strategy = ds["spec"].get("updateStrategy", {}).get("type", "RollingUpdate")
+        if strategy == "OnDelete":
+            yield ds, ("updates OnDelete and no operator controller runs: a new driver version reaches no node "
+                       "until its driver pod is deleted by hand")
+        elif context.production:
+            yield ds, ("rolls a new driver out by itself, without the operator controller's cordon, wait for jobs, "
+                       "validation gate and pool-by-pool stages")
+
+
 def _infiniband_feature_unregistered(_objects: list[Object], context: PolicyContext) -> _Found:
     """A config fact rather than an object's: reported against the AKS agent pool the stack creates."""
     for pool in context.unregistered_infiniband_pools:
@@ -375,6 +404,12 @@ FLEET_POLICIES: tuple[Policy, ...] = (
            "it once per subscription: az feature register --namespace Microsoft.ContainerService --name "
            "AKSInfinibandSupport.",
            _infiniband_feature_unregistered),
+    Policy("driver-changes-reach-nodes",
+           "A driver change reaches the nodes, through the operator controller in production.",
+           Severity.MEDIUM, Enforcement.ADVISORY,
+           "Set agents.image (or agents.build): the operator controller upgrades driver nodes one by one within "
+           "upgradePolicy. Without it, upgradePolicy.autoUpgrade: true lets the DaemonSet roll a new driver itself.",
+           _driver_changes_reach_nodes),
     Policy("bounded-parallel-driver-upgrades", "A production stack upgrades drivers a few nodes at a time.",
            Severity.MEDIUM, Enforcement.ADVISORY,
            "Set operator.driver.upgradePolicy.maxParallelUpgrades (and maxUnavailable) to a small number.",

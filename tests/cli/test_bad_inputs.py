@@ -183,8 +183,10 @@ CASES = [
          "suffix above E"),
     case("relative host path", {"c.yaml": "operator: {hostPaths: {rootFS: relative/path}}\n"}, "render -f c.yaml",
          "operator.hostPaths: rootFS 'relative/path' must be an absolute host path"),
-    case("NVIDIADriver CRD", {"c.yaml": "operator: {driver: {useNvidiaDriverCRD: true}}\n"}, "render -f c.yaml",
-         "operator.driver.useNvidiaDriverCRD: NVIDIADriver custom resources are not rendered by this package"),
+    case("pool naming an unknown driver",
+         {"c.yaml": "drivers: {training: {version: '580.105.08'}}\naks: {resourceGroup: rg, clusterName: aks, "
+                    "kubernetesVersion: '1.34'}\npools: [{name: t4, vmSize: Standard_NC4as_T4_v3, driver: trainng}]\n"},
+         "render -f c.yaml", "pools[0].driver: 'trainng' is not a drivers entry (drivers: training)"),
     case("Kata manager", {"c.yaml": "operator: {kataManager: {enabled: true}}\n"}, "render -f c.yaml",
          "operator.kataManager.enabled: the Kata manager is never deployed since GPU Operator v26"),
     case("ServiceMonitor without Prometheus Operator",

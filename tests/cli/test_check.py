@@ -108,7 +108,7 @@ def test_check_and_render_say_remediation_and_upgrades_are_off_without_the_contr
     for command in (["check", "-f", str(path)], ["render", "-f", str(path), "-o", str(tmp_path / "out")]):
         assert main(command) == 0
         notes = [line for line in capsys.readouterr().err.splitlines() if "no operator controller runs" in line]
-        assert len(notes) == 1 and "GPU fault remediation and rolling driver upgrades are off" in notes[0]
+        assert len(notes) == 1 and "GPU fault remediation and node-by-node driver upgrades" in notes[0]
     path.write_text(yaml.safe_dump({"agents": {"image": {"repository": "example.azurecr.io/agents", "tag": "1"}}}))
     assert main(["check", "-f", str(path)]) == 0
     assert "no operator controller runs" not in capsys.readouterr().err

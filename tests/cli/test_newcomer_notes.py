@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from gpu_operator.cli import main
+from tests.support.agents import with_agents
 
 AKS = {"resourceGroup": "rg-gpu", "clusterName": "aks-gpu", "kubernetesVersion": "1.34"}
 IB_POOL = {"name": "h100", "vmSize": "Standard_ND96isr_H100_v5"}
@@ -101,14 +102,19 @@ PRODUCTION_KEYS = [
 
 def test_production_advice_names_the_exact_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--production", "--output", "json", "-f", _write(tmp_path, {})]) == 0
-    found = {v["resource"]: v["message"] for v in json.loads(capsys.readouterr().out)["violations"]}
+    violations = json.loads(capsys.readouterr().out)["violations"]
+    # without the operator controller the driver rolls by itself, which production is told to change
+    [rollout] = [v for v in violations if v["policy"] == "driver-changes-reach-nodes"]
+    assert rollout["resource"] == "DaemonSet gpu-operator/nvidia-driver-daemonset"
+    assert "agents.image" in rollout["remediation"]
+    found = {v["resource"]: v["message"] for v in violations if v is not rollout}
     for resource, key in PRODUCTION_KEYS:
         assert key in found.pop(resource), resource
     assert found == {}
-    # set where the finding says, it goes
-    fixed = {"operator": {"psa": {"enabled": True}, **{section: {"resources": {"requests": {"cpu": "10m"}}}
-                                                       for section in ("devicePlugin", "driver", "toolkit", "gfd",
-                                                                       "migManager", "validator")}}}
+    # set where the findings say, they go
+    fixed = with_agents({"operator": {"psa": {"enabled": True}, **{
+        section: {"resources": {"requests": {"cpu": "10m"}}}
+        for section in ("devicePlugin", "driver", "toolkit", "gfd", "migManager", "validator")}}})
     assert main(["check", "--production", "--output", "json", "-f", _write(tmp_path, fixed)]) == 0
     assert json.loads(capsys.readouterr().out)["violations"] == []
 
@@ -181,7 +187,7 @@ def test_the_pools_table_says_how_each_pool_allocates_gpus(tmp_path: Path,
 # --- settings of components that are not deployed are named, not dropped ------------------------------------------
 
 UNUSED = {"network": {"ofedDriver": {"env": [{"name": "A", "value": "b"}]}}, "dra": {"namespaces": {"ml": "existing"}},
-          "operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2}}}}
+          "operator": {"driver": {"upgradePolicy": {"drain": {"enable": True}}}}}
 
 
 @pytest.mark.parametrize("command", ["render", "check"])
@@ -190,7 +196,7 @@ def test_render_and_check_say_which_settings_have_no_effect(command: str, tmp_pa
     assert main([command, "-f", _write(tmp_path, UNUSED)]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "no effect" in line]
     assert [note.split(" has no effect")[0] for note in notes] == [
-        "note: operator.driver.upgradePolicy", "note: network.ofedDriver", "note: dra.namespaces"]
+        "note: operator.driver.upgradePolicy.drain", "note: network.ofedDriver", "note: dra.namespaces"]
 
 
 def test_a_document_whose_settings_all_apply_gets_no_such_note(tmp_path: Path,

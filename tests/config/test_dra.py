@@ -53,9 +53,9 @@ DRA_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     # the driver's prerequisites (NVIDIA/k8s-dra-driver-gpu docs/prerequisites.md): v565+ to allocate GPUs,
     # 570.158.01+ for ComputeDomains (cmd/compute-domain-kubelet-plugin/main.go
     # IMEXDaemonsWithDNSNamesMinDriverVersion), Kubernetes 1.34.2+
-    ("_driver_branch", with_pools(H100_DRA, operator={"driver": {"version": "570.124.06"}}),
+    ("_dra_floors", with_pools(H100_DRA, operator={"driver": {"version": "570.124.06"}}),
      "operator.driver.version", with_pools(H100_DRA, operator={"driver": {"version": "570.158.01"}})),
-    ("_driver_branch",
+    ("_dra_floors",
      with_pools(H100_DRA, dra={"computeDomains": False}, operator={"driver": {"version": "560.35.03"}}),
      "operator.driver.version",
      with_pools(H100_DRA, dra={"computeDomains": False}, operator={"driver": {"version": "565.57.01"}})),

@@ -77,7 +77,6 @@ def test_cross_section_problems_are_all_listed() -> None:
     }
     assert {p.path for p in problems_of(document)} == {
         "configs.devicePlugin.mps.sharing.mps",
-        "operator.driver.useNvidiaDriverCRD",
         "operator.kataManager.enabled",
     }
 
@@ -194,12 +193,6 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         "cluster.operatingSystems[1].id",
         {"cluster": {"operatingSystems": [{"id": "sles", "versionId": "15.6"}]},
          "operator": {"driver": {"repository": "registry.example.com/drivers"}}},
-    ),
-    (
-        "_unsupported_modes",
-        {"operator": {"driver": {"useNvidiaDriverCRD": True}}},
-        "operator.driver.useNvidiaDriverCRD",
-        {"operator": {"driver": {"useNvidiaDriverCRD": False}}},
     ),
     (
         "_unsupported_modes",
@@ -522,9 +515,10 @@ def test_cross_section_rule(check: str, failing: dict[str, Any], path: str, pass
 
 def test_every_rule_has_a_case() -> None:
     from tests.config.test_dra import DRA_CASES  # the DRA rules' cases live beside the DRA section's tests
+    from tests.config.test_driver_checks import DRIVER_CASES  # the per-pool drivers' beside theirs
     from tests.config.test_remediation import REMEDIATION_CASES  # and the remediation rules' beside theirs
 
-    cases = CASES + DRA_CASES + REMEDIATION_CASES
+    cases = CASES + DRA_CASES + DRIVER_CASES + REMEDIATION_CASES
     assert {case[0] for case in cases} == {check.__name__ for check in CHECKS}
 
 

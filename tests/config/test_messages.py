@@ -16,7 +16,7 @@ from gpu_operator.config.key_hints import section_keys, section_model
 from gpu_operator.config.suggestions import ascii_spelling, did_you_mean, lookalike_note, nearest
 
 AKS = {"resourceGroup": "rg", "clusterName": "c", "kubernetesVersion": "1.34"}
-TOP_LEVEL = ("namespace, cluster, agents, nfd, operator, configs, aks, pools, network, monitoring, dra, "
+TOP_LEVEL = ("namespace, cluster, agents, nfd, operator, configs, aks, pools, drivers, network, monitoring, dra, "
              "controller, remediation, registry")
 
 

@@ -45,12 +45,14 @@ CASES = [
          "dra": {"namespaces": {"ml": "existing"}}},
         id="dra namespaces with DRA off"),
     pytest.param(
-        {"operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2}}}},
-        "operator.driver.upgradePolicy has no effect: the operator controller does not run (it needs agents.image "
-        "or agents.build, and controller.enabled not false), and nothing else carries the policy out: the driver "
-        "DaemonSet is OnDelete, so a new driver.version reaches a node only when its driver pod is deleted",
-        {"agents": AGENTS, "operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2}}}},
-        id="upgradePolicy without the controller"),
+        {"operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2, "drain": {"enable": True}}}}},
+        "operator.driver.upgradePolicy.drain has no effect: the operator controller does not run (it needs "
+        "agents.image or agents.build, and controller.enabled not false): the driver DaemonSet rolls a new driver "
+        "out by itself (autoUpgrade, maxParallelUpgrades and maxUnavailable apply to it), and nothing waits for "
+        "jobs, times the GPU pod deletion or drains a node as the controller does",
+        {"agents": AGENTS, "operator": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 2, "drain": {
+            "enable": True}}}}},
+        id="the controller's upgrade steps without the controller"),
     pytest.param(
         {"agents": AGENTS, "operator": {"driver": {"enabled": False, "upgradePolicy": {"autoUpgrade": False}}}},
         "operator.driver.upgradePolicy has no effect: operator.driver.enabled is false, so there is no driver to "
@@ -86,7 +88,7 @@ def test_keys_of_a_component_that_is_not_deployed_get_one_note(unused: dict[str,
 
 
 def test_every_section_of_the_table_has_a_case() -> None:
-    covered = {"network", "dra", "operator.driver", "controller", "nfd", "monitoring"}
+    covered = {"network", "dra", "operator.driver", "operator.driver.upgradePolicy", "controller", "nfd", "monitoring"}
     assert {entry.section for entry in UNUSED_SECTIONS} == covered
 
 

@@ -173,10 +173,11 @@ def test_context_free_policies_are_off_without_their_context() -> None:
 
 def test_every_policy_has_a_case_and_says_how_to_fix_it() -> None:
     # the two judged on config facts alone: tests/cli/test_check.py and tests/cli/test_newcomer_notes.py; the
-    # remediation's: tests/policy/test_remediation_policy.py
+    # remediation's: tests/policy/test_remediation_policy.py; the driver rollout's: tests/policy/test_driver_changes.py
     covered = {case[0] for case in CASES + FLEET_CASES} | {"bounded-parallel-driver-upgrades",
                                                            "infiniband-feature-registered",
-                                                           "remediation-restarts-are-bounded"}
+                                                           "remediation-restarts-are-bounded",
+                                                           "driver-changes-reach-nodes"}
     assert covered == {policy.name for policy in POLICIES}
     assert all(policy.remediation and policy.description for policy in POLICIES)
 

@@ -28,7 +28,7 @@ from gpu_operator.config.importers.paths import described, rename_problems, set_
 from gpu_operator.config.importers.template_syntax import template_problems
 from gpu_operator.config.loader import parse_config
 
-__all__ = ["import_clusterpolicy", "API_VERSION", "KIND", "SOURCE", "REMOVED_FIELDS"]
+__all__ = ["import_clusterpolicy", "without_nulls", "API_VERSION", "KIND", "SOURCE", "REMOVED_FIELDS"]
 
 API_VERSION = "nvidia.com/v1"
 KIND = "ClusterPolicy"
@@ -50,12 +50,12 @@ def _manifest_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _without_nulls(value: Any) -> Any:
+def without_nulls(value: Any) -> Any:
     """A manifest as the API server stores it: mapping entries whose value is null are dropped."""
     if isinstance(value, Mapping):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
     if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
+        return [without_nulls(item) for item in value]
     return value
 
 
@@ -85,7 +85,7 @@ def import_clusterpolicy(manifest: Mapping[str, Any], namespace: str = "gpu-oper
     problems = _manifest_problems(manifest) or template_problems(manifest.get("spec"), "spec")
     if problems:
         raise ConfigError(problems, SOURCE)
-    spec = _without_nulls(copy.deepcopy(dict(manifest.get("spec") or {})))
+    spec = without_nulls(copy.deepcopy(dict(manifest.get("spec") or {})))
     document: dict[str, Any] = {"namespace": namespace, "operator": spec}
     for section, field in REMOVED_FIELDS:
         if isinstance(spec.get(section), dict):

@@ -20,8 +20,8 @@ Ignored keys (accepted, no effect here) and why:
   the chart's own objects; Pulumi renders the operands instead.
 * `operator.upgradeCRD`, `operator.cleanupCRD` — Helm hook Jobs that manage the chart's CRDs.
 * `operator.defaultGPUMode` — not a ClusterPolicy field in v26.7.0 (the API server drops it).
-* `driver.nvidiaDriverCRD.{deployDefaultCR, driverType, nodeSelector}` — only shape NVIDIADriver resources, which
-  this package does not render.
+* `driver.nvidiaDriverCRD.{deployDefaultCR, driverType, nodeSelector}` — shape the chart's default NVIDIADriver,
+  which here is `operator.driver` itself (rendered the NVIDIADriver way with `nvidiaDriverCRD.enabled`).
 * `driver.useOpenKernelModules` — a deprecated no-op upstream; `driver.kernelModuleType` decides.
 * `toolkit.args`, `toolkit.hostNetwork`, `gds.args`, `gdrcopy.args` — NVIDIA's operator does not apply them.
 * `operator.initContainer` (deprecated in the CRD), `operator.metrics` (the operator Deployment's metrics),
@@ -104,9 +104,15 @@ def _driver_manager(section: str, key: str) -> dict[str, Rule]:
 _DRIVER: dict[str, Rule] = {
     **_operand("driver"),
     "driver.nvidiaDriverCRD.enabled": Copy("operator.driver.useNvidiaDriverCRD", "always"),
-    "driver.nvidiaDriverCRD.deployDefaultCR": Ignore("only shapes NVIDIADriver resources, not rendered here"),
-    "driver.nvidiaDriverCRD.driverType": Ignore("only shapes NVIDIADriver resources, not rendered here"),
-    "driver.nvidiaDriverCRD.nodeSelector": Ignore("only shapes NVIDIADriver resources, not rendered here"),
+    "driver.nvidiaDriverCRD.deployDefaultCR": Ignore(
+        "with nvidiaDriverCRD.enabled, operator.driver is the default NVIDIADriver here, named default as the "
+        "chart's; without one (false) NVIDIA leaves the nodes no NVIDIADriver selects without a driver, and here "
+        "they keep operator.driver"),
+    "driver.nvidiaDriverCRD.driverType": Ignore(
+        "the default NVIDIADriver here is driverType gpu; a vGPU guest driver is a drivers entry (driverType: "
+        "vgpu) that pools name"),
+    "driver.nvidiaDriverCRD.nodeSelector": Ignore("not read by the chart's template: a default NVIDIADriver selects "
+                                                  "no nodes of its own"),
     "driver.useOpenKernelModules": Ignore("deprecated no-op upstream; driver.kernelModuleType decides"),
     "driver.kernelModuleType": Copy("operator.driver.kernelModuleType", "always"),
     "driver.usePrecompiled": Copy("operator.driver.usePrecompiled", "always"),

@@ -17,7 +17,10 @@ runs, so a pool carries those labels from creation:
   for a node whose driver is already there, so the operator's driver DaemonSet never lands on it;
 * with DRA (`gpuAllocation: dra`): `nvidia.com/gpu.deploy.device-plugin=false`, so the device plugin never
   advertises the GPUs DRA allocates, and `nvidia.com/dra-kubelet-plugin=true` where the DRA driver's kubelet
-  plugin runs (see :func:`gpu_operator.config.dra.dra_node_pools`).
+  plugin runs (see :func:`gpu_operator.config.dra.dra_node_pools`);
+* with a driver of its own (`driver`), or the default NVIDIADriver (`useNvidiaDriverCRD`): the label NVIDIA's
+  operator routes a node to its NVIDIADriver with, `nvidia.com/gpu-operator.driver.owner=<name>`, which that
+  driver's DaemonSets select (see :mod:`gpu_operator.config.driver_groups`).
 
 The pool's own `labels` come first; none of them may be one of these (the config rejects that).
 """
@@ -29,10 +32,12 @@ from collections.abc import Iterable
 
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.dra import dra_node_pools
+from gpu_operator.config.driver_groups import pool_driver_name
 from gpu_operator.config.node_metadata import (
     DEPLOY_LABEL_PREFIX,
     DEVICE_PLUGIN_CONFIG_LABEL,
     DRA_KUBELET_PLUGIN_LABEL,
+    DRIVER_OWNER_LABEL,
     GPU_PRESENT_LABEL,
     MIG_CONFIG_LABEL,
     WORKLOAD_CONFIG_LABEL,
@@ -111,6 +116,9 @@ def pool_node_labels(pool: GpuPool, config: GpuStackConfig, rendered: frozenset[
         labels[f"{DEPLOY_LABEL_PREFIX}driver"] = "pre-installed"
     if any(dra_pool.name == pool.name for dra_pool in dra_node_pools(config.dra, config.pools)):
         labels[DRA_KUBELET_PLUGIN_LABEL] = "true"
+    owner = pool_driver_name(config, pool) if config.operator.driver.enabled else None
+    if owner is not None:
+        labels[DRIVER_OWNER_LABEL] = owner
     return labels
 
 

@@ -34,7 +34,10 @@ from dataclasses import dataclass
 
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.clusterpolicy.common import ContainerOperandSpec
-from gpu_operator.config.clusterpolicy.driver import ContainerProbe, DriverSpec
+from gpu_operator.config.clusterpolicy.driver import ContainerProbe, DriverSpec, DriverUpgradePolicy
+from gpu_operator.config.driver_groups import DriverGroup, driver_groups, has_driver_groups, operator_with
+from gpu_operator.config.node_metadata import DRIVER_OWNER_LABEL
+from gpu_operator.config.nvidia_driver import NvidiaDriverSpec
 from gpu_operator.render.context import RenderContext
 from gpu_operator.render.k8s import (
     Object,
@@ -56,7 +59,22 @@ from gpu_operator.render.operands.common import VALIDATIONS_DIR, read_script
 from gpu_operator.render.operands.driver_config_mounts import config_mounts, package_files
 from gpu_operator.render.operands.driver_digest import DIGEST_ENV, config_digest
 from gpu_operator.render.operands.driver_manager import driver_manager_init, manager_rules, pull_secrets_of
-from gpu_operator.render.operands.driver_pools import DriverPool, driver_image, driver_pools, kernel_affinity, os_image
+from gpu_operator.render.operands.driver_pools import (
+    DriverPool,
+    driver_image,
+    driver_pools,
+    group_driver_pools,
+    kernel_exclusion,
+    os_image,
+)
+from gpu_operator.render.operands.driver_update import update_strategy
+from gpu_operator.render.operands.nvidia_driver_daemonset import (
+    ANTI_AFFINITY_COMPONENTS,
+    STATE_LABEL,
+    daemonset_labels,
+    shape_pod,
+)
+from gpu_operator.render.operands.nvidia_driver_names import driver_name
 from gpu_operator.render.transforms import finalize_daemonset, merge_env
 
 __all__ = [
@@ -95,6 +113,8 @@ _RULES = [
     rule(["apps"], ["daemonsets"], ["get"]),
     rule(["resource.k8s.io"], ["resourceclaims"], ["get", "list"]),
 ]
+#: The cluster driver keeps off the nodes labelled for a driver of their own.
+_NOT_OWNED = {"key": DRIVER_OWNER_LABEL, "operator": "DoesNotExist"}
 _PROBE_FIELDS = {
     "initial_delay_seconds": "initialDelaySeconds",
     "timeout_seconds": "timeoutSeconds",
@@ -298,20 +318,27 @@ def _volumes(spec: DriverSpec) -> list[Object]:
     ]
 
 
-def _anti_affinity() -> Object:
+def _anti_affinity(components: tuple[str, ...]) -> Object:
     """Never two driver pods on one node, whichever DaemonSet they come from."""
     term = {
         "labelSelector": {"matchExpressions": [
-            {"key": "app.kubernetes.io/component", "operator": "In", "values": [COMPONENT]},
+            {"key": "app.kubernetes.io/component", "operator": "In", "values": list(components)},
         ]},
         "topologyKey": "kubernetes.io/hostname",
     }
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
-def _node_affinity(pool: DriverPool) -> Object:
-    affinity = kernel_affinity(pool)
-    return {"nodeAffinity": affinity} if affinity is not None else {}
+def _node_affinity(requirements: list[Object], affinity: Object | None) -> Object:
+    """`affinity` (a NodeAffinity) with `requirements` added to each of its required terms (one term without)."""
+    node = dict(affinity or {})
+    if requirements:
+        required = node.get("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]})
+        node["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
+            {**term, "matchExpressions": [*term.get("matchExpressions", []), *requirements]}
+            for term in required["nodeSelectorTerms"]
+        ]}
+    return {"nodeAffinity": node} if node else {}
 
 
 def _pull_secrets(ctx: RenderContext, sidecars: list[tuple[_ModuleSidecar, ContainerOperandSpec]]) -> list[Object]:
@@ -322,7 +349,18 @@ def _pull_secrets(ctx: RenderContext, sidecars: list[tuple[_ModuleSidecar, Conta
     return [{"name": name} for name in dict.fromkeys(names)]
 
 
-def _pod(ctx: RenderContext, pool: DriverPool) -> Object:
+@dataclass(frozen=True)
+class _PodStyle:
+    """What differs between NVIDIA's two driver templates (ClusterPolicy's and NVIDIADriver's) in the pod."""
+
+    service_account: str = NAME
+    components: tuple[str, ...] = (COMPONENT,)
+    requirements: tuple[Object, ...] = ()
+    """Node affinity requirements every node of the DaemonSet meets (beside the kernel exclusion)."""
+    affinity: Object | None = None
+
+
+def _pod(ctx: RenderContext, pool: DriverPool, style: _PodStyle) -> Object:
     spec = ctx.spec.driver
     image = driver_image(spec, pool)
     module_sidecars = _enabled_module_sidecars(ctx)
@@ -331,12 +369,14 @@ def _pod(ctx: RenderContext, pool: DriverPool) -> Object:
         *([_peermem_container(ctx, image)] if spec.rdma.enabled else []),
         *(_module_sidecar(sidecar, sidecar_spec, pool.os) for sidecar, sidecar_spec in module_sidecars),
     ]
+    kernels = kernel_exclusion(pool)
+    requirements = [*style.requirements, *([kernels] if kernels is not None else [])]
     pod: Object = {
         "nodeSelector": {**deploy_selector("driver"), **pool.node_selector},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "affinity": {**_anti_affinity(), **_node_affinity(pool)},
+        "affinity": {**_anti_affinity(style.components), **_node_affinity(requirements, style.affinity)},
         "priorityClassName": "system-node-critical",
-        "serviceAccountName": NAME,
+        "serviceAccountName": style.service_account,
         "hostPID": True,
         "initContainers": [driver_manager_init(ctx, spec.manager, gpu_pod_eviction=True, extra_env=_manager_env(spec))],
         "containers": containers,
@@ -353,26 +393,65 @@ def _pod(ctx: RenderContext, pool: DriverPool) -> Object:
         module_readers=[MAIN_CONTAINER, *([PEERMEM_CONTAINER] if spec.rdma.enabled else [])],
         builders=[MAIN_CONTAINER, *(sidecar.name for sidecar, _ in module_sidecars)],
     ).apply(pod)
+    # Hashed before the shared transforms, as it always was: a digest that moves rolls every driver pod, and a
+    # driver of its own is digested at the same point as the cluster's.
     digest = env(DIGEST_ENV, config_digest(pod, ctx.spec.host_paths.root_fs))
     for container in (pod["initContainers"][0], containers[0]):
         merge_env(container, [digest])
     return pod
 
 
+def _finished(ctx: RenderContext, ds: Object, policy: DriverUpgradePolicy) -> Object:
+    ds = finalize_daemonset(ctx, ds, section="driver", spec=ctx.spec.driver, main_container=MAIN_CONTAINER)
+    ds["spec"]["updateStrategy"] = update_strategy(ctx.config, policy)
+    return ds
+
+
 def _daemonset(ctx: RenderContext, pool: DriverPool) -> Object:
+    """A DaemonSet of the cluster's driver (NVIDIA's ClusterPolicy template); with drivers of their own beside it,
+    off the nodes labelled for one of them."""
     labels = {
         "app": DAEMONSET,
         PRECOMPILED_LABEL: "true" if pool.precompiled else "false",
         "app.kubernetes.io/component": COMPONENT,
     }
+    owned = (_NOT_OWNED,) if has_driver_groups(ctx.config) else ()
     ds = daemonset(
         ctx,
         pool.name,
         labels=labels,
-        pod_spec=_pod(ctx, pool),
+        pod_spec=_pod(ctx, pool, _PodStyle(requirements=owned)),
         pod_annotations={"kubectl.kubernetes.io/default-container": MAIN_CONTAINER},
     )
-    return finalize_daemonset(ctx, ds, section="driver", spec=ctx.spec.driver, main_container=MAIN_CONTAINER)
+    ds = _finished(ctx, ds, ctx.spec.driver.upgrade_policy)
+    return ds
+
+
+def _group_objects(ctx: RenderContext, group: DriverGroup, spec: NvidiaDriverSpec) -> tuple[list[Object], list[Object]]:
+    """(RBAC, DaemonSets) of a driver of its own: one DaemonSet per node pool NVIDIA's controller would make."""
+    group_ctx = RenderContext(ctx.config.model_copy(update={"operator": operator_with(ctx.spec, spec)}))
+    affinity = spec.node_affinity.model_dump(mode="json", by_alias=True, exclude_defaults=True) \
+        if spec.node_affinity else None
+    rbac: list[Object] = []
+    sets: list[Object] = []
+    for pool in group_driver_pools(ctx.config, group, spec):
+        account = driver_name(group.name, spec.driver_type, pool.os.tag)
+        if all(obj["metadata"]["name"] != account for obj in rbac):
+            labels = {STATE_LABEL: "state-driver"}
+            rbac += [service_account(ctx, account, labels), cluster_role(account, manager_rules(group_ctx, _RULES), labels),
+                     cluster_role_binding(ctx, account, labels=labels)]
+        style = _PodStyle(account, ANTI_AFFINITY_COMPONENTS, affinity=affinity)
+        ds = daemonset(
+            group_ctx,
+            pool.name,
+            labels=daemonset_labels(pool, COMPONENT),
+            pod_spec=_pod(group_ctx, pool, style),
+            pod_annotations={"kubectl.kubernetes.io/default-container": MAIN_CONTAINER},
+        )
+        ds = _finished(group_ctx, ds, spec.upgrade_policy)
+        shape_pod(ds, group.name, spec, group.pools, MAIN_CONTAINER)
+        sets.append(ds)
+    return rbac, sets
 
 
 def _startup_probe_config_map(ctx: RenderContext) -> Object:
@@ -381,6 +460,8 @@ def _startup_probe_config_map(ctx: RenderContext) -> Object:
 
 
 def _pools(ctx: RenderContext) -> list[DriverPool]:
+    if ctx.spec.driver.use_nvidia_driver_crd:
+        return []
     return driver_pools(
         DAEMONSET,
         ctx.config.cluster.operating_systems,
@@ -389,9 +470,9 @@ def _pools(ctx: RenderContext) -> list[DriverPool]:
     )
 
 
-def _package_config_maps(ctx: RenderContext, pools: list[DriverPool]) -> list[Object]:
-    """The repoConfig/certConfig ConfigMaps whose files the config gives, when a pool installs packages."""
-    if all(pool.precompiled for pool in pools):
+def _package_config_maps(ctx: RenderContext, daemonsets: list[Object]) -> list[Object]:
+    """The repoConfig/certConfig ConfigMaps whose files the config gives, when a driver installs packages."""
+    if all(ds["metadata"]["labels"][PRECOMPILED_LABEL] == "true" for ds in daemonsets):
         return []
     labels = {"app": DAEMONSET, "app.kubernetes.io/component": COMPONENT}
     return [
@@ -404,12 +485,15 @@ def _package_config_maps(ctx: RenderContext, pools: list[DriverPool]) -> list[Ob
 def render(ctx: RenderContext) -> list[Object]:
     if not ctx.spec.driver.enabled:
         return []
-    pools = _pools(ctx)
+    cluster = [_daemonset(ctx, pool) for pool in _pools(ctx)]
+    groups = [_group_objects(ctx, group, spec) for group, spec in driver_groups(ctx.config)]
+    daemonsets = [*cluster, *(ds for _, sets in groups for ds in sets)]
+    cluster_rbac = [service_account(ctx, NAME), cluster_role(NAME, manager_rules(ctx, _RULES)),
+                    cluster_role_binding(ctx, NAME)] if cluster else []
     return [
-        service_account(ctx, NAME),
-        cluster_role(NAME, manager_rules(ctx, _RULES)),
-        cluster_role_binding(ctx, NAME),
+        *cluster_rbac,
+        *(obj for rbac, _ in groups for obj in rbac),
         _startup_probe_config_map(ctx),
-        *_package_config_maps(ctx, pools),
-        *(_daemonset(ctx, pool) for pool in pools),
+        *_package_config_maps(ctx, daemonsets),
+        *daemonsets,
     ]

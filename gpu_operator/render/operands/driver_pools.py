@@ -13,6 +13,13 @@ node-image upgrade) gets its precompiled DaemonSet. We render the kernels the co
 kernel would get no driver at all, so with `cluster.unlistedKernels: compile` (the default) each OS also gets
 its regular, compiling pool, kept off the listed kernels by a `NotIn` node affinity on the kernel label (a node
 NFD has not labelled counts as unlisted). `none` leaves such nodes without a driver, as chosen.
+
+A driver of its own (an NVIDIADriver, :mod:`gpu_operator.config.driver_groups`) gets its pools the way NVIDIA's
+NVIDIADriver controller partitions its nodes (`internal/state/nodepool.go` `getNodePools`): one per OS, or per
+(OS, kernel) when precompiled, each selected by the NVIDIADriver's `nodeSelector`, `nvidia.com/gpu.present=true`,
+the owner label `nvidia.com/gpu-operator.driver.owner=<name>` and the NFD OS (and kernel) labels, and named as
+NVIDIA names them (:mod:`.nvidia_driver_names`). Its OSes are those of its pools; a driver that selects nodes
+outside them (a node selector, the default) gets every OS of `cluster.operatingSystems`.
 """
 
 from __future__ import annotations
@@ -22,15 +29,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Iterable
 
+from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.cluster import NodeOperatingSystem
 from gpu_operator.config.clusterpolicy.common import ImageFields
 from gpu_operator.config.clusterpolicy.driver import DriverSpec
+from gpu_operator.config.driver_groups import DriverGroup
+from gpu_operator.config.effective import pool_operating_system
+from gpu_operator.config.node_metadata import DRIVER_OWNER_LABEL, GPU_PRESENT_LABEL
+from gpu_operator.config.nvidia_driver import NvidiaDriverSpec
 from gpu_operator.facts.kube_names import is_dns_subdomain, is_label_value
 from gpu_operator.render.images import image_path
+from gpu_operator.render.operands.nvidia_driver_names import driver_app_name, stand_in_uid
 
 __all__ = [
     "DriverPool",
     "driver_pools",
+    "group_driver_pools",
+    "group_operating_systems",
     "sanitized_kernel",
     "os_selector",
     "with_os_tag",
@@ -40,7 +55,7 @@ __all__ = [
     "NFD_OS_VERSION",
     "NFD_OS_MAJOR",
     "NFD_KERNEL",
-    "kernel_affinity",
+    "kernel_exclusion",
 ]
 
 Object = dict[str, Any]
@@ -123,14 +138,42 @@ def driver_pools(
     return [_check(pool) for pool in pools]
 
 
-def kernel_affinity(pool: DriverPool) -> Object | None:
-    """The node affinity that keeps a compiling pool off the kernels precompiled pools serve, or None."""
+def group_operating_systems(config: GpuStackConfig, group: DriverGroup) -> tuple[NodeOperatingSystem, ...]:
+    """The OSes a driver of its own runs on: its pools' node images, or every OS when it serves other nodes too."""
+    systems = config.cluster.operating_systems
+    if group.node_selector or group.default or not group.pools:
+        return systems
+    tags = {image.tag for image in (pool_operating_system(pool, config.aks) for pool in group.pools) if image}
+    return tuple(os for os in systems if os.tag in tags)
+
+
+def group_driver_pools(
+    config: GpuStackConfig, group: DriverGroup, spec: NvidiaDriverSpec
+) -> list[DriverPool]:
+    """The node pools of an NVIDIADriver, each named and selected as NVIDIA's controller does; with precompiled
+    drivers and `cluster.unlistedKernels: compile`, each OS also gets its compiling pool off the listed kernels."""
+    uid = spec.uid or stand_in_uid(group.name)
+    base = {**spec.node_selector, GPU_PRESENT_LABEL: "true", DRIVER_OWNER_LABEL: group.name}
+    pools: list[DriverPool] = []
+    for os in group_operating_systems(config, group):
+        selector = {**base, **os_selector(os)}
+        compiling = DriverPool(driver_app_name(spec.driver_type, os.tag, uid), os, None, selector)
+        if not spec.use_precompiled:
+            pools.append(compiling)
+            continue
+        for kernel in os.kernel_versions:
+            name = driver_app_name(spec.driver_type, os.tag, uid, kernel)
+            pools.append(DriverPool(name, os, kernel, {**selector, NFD_KERNEL: kernel}))
+        if config.cluster.unlisted_kernels == "compile":
+            pools.append(replace(compiling, excluded_kernels=os.kernel_versions))
+    return [_check(pool) for pool in pools]
+
+
+def kernel_exclusion(pool: DriverPool) -> Object | None:
+    """The node affinity requirement that keeps a compiling pool off the kernels precompiled pools serve, or None."""
     if not pool.excluded_kernels:
         return None
-    expression = {"key": NFD_KERNEL, "operator": "NotIn", "values": list(pool.excluded_kernels)}
-    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [expression]},
-    ]}}
+    return {"key": NFD_KERNEL, "operator": "NotIn", "values": list(pool.excluded_kernels)}
 
 
 def with_os_tag(reference: str, os: NodeOperatingSystem) -> str:

@@ -5,9 +5,10 @@ NVIDIA's chart runs its operator as Deployment `gpu-operator` (ServiceAccount `g
 an upgrade's drain never evicts them). Ours has the same names and runs `gpu-operator-agent operator` from the
 agents image: it labels GPU nodes and rolls driver upgrades (see `gpu_operator.agents.controller`). Its settings
 are a JSON document in ConfigMap `gpu-operator-controller`, built from the rest of the render (the deploy labels
-its DaemonSets select), `operator.driver.upgradePolicy` and the `remediation` section (every default spelled out,
-so a rule change shows in `pulumi preview`); a checksum of it on the pod template restarts the controller when
-they change.
+its DaemonSets select), `operator.driver.upgradePolicy`, the drivers of their own under `driverGroups` (each
+NVIDIADriver's name, the pools and node selector it serves, its DaemonSets and its upgrade policy; the cluster
+driver's pools under `driver.pools`) and the `remediation` section (every default spelled out, so a rule change
+shows in `pulumi preview`); a checksum of it on the pod template restarts the controller when they change.
 
 RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
 classes and every operand object): nodes list/watch/patch, pods list and pods/eviction create cluster-wide
@@ -23,8 +24,12 @@ import hashlib
 import json
 
 from gpu_operator.config import GpuStackConfig
+from gpu_operator.config.clusterpolicy.driver import DriverUpgradePolicy
+from gpu_operator.config.driver_groups import cluster_driver_pools, driver_groups
+from gpu_operator.config.node_metadata import DRIVER_OWNER_LABEL
 from gpu_operator.render.aks.node_labels import labelling_policy
 from gpu_operator.render.context import RenderContext
+from gpu_operator.render.operands.driver_pools import group_driver_pools
 from gpu_operator.render.k8s import (
     Object,
     cluster_role,
@@ -57,31 +62,50 @@ LABELS = {"app": NAME, "app.kubernetes.io/component": NAME}
 POD_LABELS = {**LABELS, "nvidia.com/gpu-driver-upgrade-drain.skip": "true"}
 
 
+def _upgrade_policy(ctx: RenderContext, upgrades: DriverUpgradePolicy) -> Object:
+    """An upgrade policy in the ClusterPolicy's own spelling, as the controller reads it."""
+    return {
+        # NVIDIA's upgrade controller is off with sandbox workloads, and there is nothing to upgrade without a driver
+        "autoUpgrade": upgrades.auto_upgrade and ctx.spec.driver.enabled and not ctx.sandbox_enabled,
+        "maxParallelUpgrades": upgrades.max_parallel_upgrades,
+        "maxUnavailable": upgrades.max_unavailable,
+        "waitForCompletion": {"podSelector": upgrades.wait_for_completion.pod_selector,
+                              "timeoutSeconds": upgrades.wait_for_completion.timeout_seconds},
+        "podDeletion": {"force": upgrades.pod_deletion.force, "deleteEmptyDir": upgrades.pod_deletion.delete_empty_dir,
+                        "timeoutSeconds": upgrades.pod_deletion.timeout_seconds},
+        "drain": {"enable": upgrades.drain.enable, "force": upgrades.drain.force,
+                  "deleteEmptyDir": upgrades.drain.delete_empty_dir, "podSelector": upgrades.drain.pod_selector,
+                  "timeoutSeconds": upgrades.drain.timeout_seconds},
+    }
+
+
+def _driver_groups(ctx: RenderContext) -> list[Object]:
+    """Each driver of its own: its NVIDIADriver name, the pools and node selector it serves (its nodes carry
+    `nvidia.com/gpu-operator.driver.owner=<name>`), its DaemonSets and its own upgrade policy."""
+    return [{
+        "name": group.name,
+        "default": group.default,
+        "pools": [pool.name for pool in group.pools],
+        "nodeSelector": dict(spec.node_selector),
+        "daemonSets": [pool.name for pool in group_driver_pools(ctx.config, group, spec)],
+        "upgradePolicy": _upgrade_policy(ctx, spec.upgrade_policy),
+    } for group, spec in driver_groups(ctx.config)]
+
+
 def controller_settings(ctx: RenderContext) -> Object:
     """The controller's settings document (read by `gpu_operator.agents.controller.settings`)."""
     spec = ctx.spec
     policy = labelling_policy(ctx.config)
-    upgrades = spec.driver.upgrade_policy
     return {
         "labelling": {
             "sandboxEnabled": policy.sandbox_enabled, "sandboxMode": policy.sandbox_mode,
             "defaultWorkload": policy.default_workload, "migManagerEnabled": policy.mig_manager_enabled,
             "migDefaultConfig": policy.mig_default_config,
         },
-        "driver": {"enabled": spec.driver.enabled},
-        "upgradePolicy": {
-            # NVIDIA's upgrade controller is off with sandbox workloads, and there is nothing to upgrade without a driver
-            "autoUpgrade": upgrades.auto_upgrade and spec.driver.enabled and not ctx.sandbox_enabled,
-            "maxParallelUpgrades": upgrades.max_parallel_upgrades,
-            "maxUnavailable": upgrades.max_unavailable,
-            "waitForCompletion": {"podSelector": upgrades.wait_for_completion.pod_selector,
-                                  "timeoutSeconds": upgrades.wait_for_completion.timeout_seconds},
-            "podDeletion": {"force": upgrades.pod_deletion.force, "deleteEmptyDir": upgrades.pod_deletion.delete_empty_dir,
-                            "timeoutSeconds": upgrades.pod_deletion.timeout_seconds},
-            "drain": {"enable": upgrades.drain.enable, "force": upgrades.drain.force,
-                      "deleteEmptyDir": upgrades.drain.delete_empty_dir, "podSelector": upgrades.drain.pod_selector,
-                      "timeoutSeconds": upgrades.drain.timeout_seconds},
-        },
+        "driver": {"enabled": spec.driver.enabled, "ownerLabel": DRIVER_OWNER_LABEL,
+                   "pools": [pool.name for pool in cluster_driver_pools(ctx.config)]},
+        "upgradePolicy": _upgrade_policy(ctx, spec.driver.upgrade_policy),
+        "driverGroups": _driver_groups(ctx),
         "validationTimeoutSeconds": ctx.config.controller.validation_timeout_seconds,
         "resyncSeconds": ctx.config.controller.resync_seconds,
         "remediation": ctx.config.remediation.settings_document(),
@@ -92,17 +116,17 @@ def controller_notes(config: GpuStackConfig) -> list[str]:
     """Without the controller, what is off and how to turn it on (one note; none when it runs).
 
     The controller runs from the agents image, so a stack on NVIDIA's images alone has none: GPU fault remediation
-    (on by default, in observe mode) and rolling driver upgrades would be silently absent."""
+    (on by default, in observe mode) and the node-by-node driver upgrades would be silently absent. How a driver
+    change rolls out instead is :func:`gpu_operator.render.operands.driver_update.driver_update_notes`' note."""
     if config.controller_enabled:
         return []
-    off = "GPU fault remediation" + (" and rolling driver upgrades are" if config.operator.driver.enabled else " is")
+    off = "GPU fault remediation" + (" and node-by-node driver upgrades (cordon, wait for jobs, validation) are"
+                                     if config.operator.driver.enabled else " is")
     if config.controller.enabled is False:
         return [f"controller.enabled is false, so no operator controller runs: {off} off (remediation.mode "
                 f"{config.remediation.mode} does nothing); remove controller.enabled: false to turn them on"]
-    upgrades = (": a new operator.driver.version reaches a node only when its driver pod is deleted"
-                if config.operator.driver.enabled else "")
     return [f"no operator controller runs with NVIDIA's images alone (agents.image and agents.build are unset), so "
-            f"{off} off{upgrades}; set agents.image (an image you pushed, `make image`) or agents.build (the stack "
+            f"{off} off; set agents.image (an image you pushed, `make image`) or agents.build (the stack "
             "builds and pushes it) to turn them on"]
 
 

@@ -113,7 +113,6 @@ VALUES: dict[str, Any] = {
 #: Keys whose non-default value this package refuses (with a fix), and words of that error.
 REFUSED: dict[str, str] = {
     "driver.usePrecompiled": "kernel versions",
-    "driver.nvidiaDriverCRD.enabled": "NVIDIADriver",
     "operator.use_ocp_driver_toolkit": "OpenShift",
     # the driver mounts each key of these ConfigMaps, and a values file cannot list them
     "driver.repoConfig": "a render cannot read the ConfigMap",

@@ -116,7 +116,11 @@ def test_namespace_is_the_callers() -> None:
 
 
 def test_renames() -> None:
-    assert problems({"driver": {"nvidiaDriverCRD": {"enabled": True}}}).keys() == {"driver.nvidiaDriverCRD.enabled"}
+    # a problem with a copied value is reported under the values key
+    assert problems({"operator": {"use_ocp_driver_toolkit": True}}).keys() == {"operator.use_ocp_driver_toolkit"}
+    # nvidiaDriverCRD.enabled is the ClusterPolicy's useNvidiaDriverCRD: the chart's default NVIDIADriver
+    assert import_helm_values({"driver": {"nvidiaDriverCRD": {"enabled": True}}})["operator"]["driver"][
+        "useNvidiaDriverCRD"] is True
 
 
 def test_upgrade_policy_is_imported_for_the_operator_controller() -> None:

@@ -123,7 +123,8 @@ def test_daemonset_metadata_and_scheduling_match_upstream() -> None:
     assert ds["spec"]["template"]["metadata"]["labels"] == labels
     assert ds["spec"]["template"]["metadata"]["annotations"] == {"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"}
     assert ds["spec"]["selector"] == {"matchLabels": {"app": "nvidia-driver-daemonset"}}
-    assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    # no operator controller runs NVIDIA's images alone: the DaemonSet rolls a new driver itself (driver_update)
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     assert pod["nodeSelector"] == {"nvidia.com/gpu.deploy.driver": "true"}
     assert pod["serviceAccountName"] == "nvidia-driver"
     assert pod["hostPID"] is True
@@ -141,8 +142,11 @@ def test_daemonset_metadata_and_scheduling_match_upstream() -> None:
     assert "imagePullSecrets" not in pod
 
 
-def test_on_delete_even_when_operands_roll() -> None:
-    ds = _ds(_doc(daemonsets={"updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "3"}}))
+def test_on_delete_under_the_controller_even_when_operands_roll() -> None:
+    """NVIDIA's driver DaemonSet is always OnDelete (object_controls.go preProcessDaemonSet skips it): the upgrade
+    controller replaces its pods; so is ours whenever our controller runs, whatever `daemonsets.updateStrategy`."""
+    rolling = _doc(daemonsets={"updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "3"}})
+    ds = _ds(with_agents(rolling))
     assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
 
 
@@ -487,7 +491,7 @@ def test_several_operating_systems_give_one_daemonset_each() -> None:
     assert images == ["nvcr.io/nvidia/driver:595.91.07-ubuntu22.04", "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04",
                       "nvcr.io/nvidia/driver:595.91.07-rhel9"]
     for ds in daemonsets:
-        assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
+        assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
         assert ds["spec"]["selector"] == {"matchLabels": {"app": "nvidia-driver-daemonset"}}
         assert pod_of(ds)["affinity"]["podAntiAffinity"]
     digests = {env_of(container(ds, "nvidia-driver-ctr"))["DRIVER_CONFIG_DIGEST"] for ds in daemonsets}
@@ -510,7 +514,7 @@ def test_precompiled_daemonset_per_kernel() -> None:
         "feature.node.kubernetes.io/kernel-version.full": "5.15.0-1074-azure",
     }
     assert container(ds, "nvidia-driver-ctr")["image"] == "nvcr.io/nvidia/driver:595.91.07-5.15.0-1074-azure-ubuntu22.04"
-    assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
 
 
 def test_precompiled_skips_package_configuration() -> None:

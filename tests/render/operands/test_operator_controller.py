@@ -29,13 +29,14 @@ def test_no_controller_without_the_agents_image_or_when_turned_off() -> None:
 def test_without_the_controller_a_note_says_remediation_and_upgrades_are_off_and_how_to_turn_them_on() -> None:
     [note] = controller_notes(parse_config({}))
     assert note.startswith("no operator controller runs with NVIDIA's images alone (agents.image and agents.build "
-                           "are unset), so GPU fault remediation and rolling driver upgrades are off")
+                           "are unset), so GPU fault remediation and node-by-node driver upgrades (cordon, wait for "
+                           "jobs, validation) are off")
     assert note.endswith("set agents.image (an image you pushed, `make image`) or agents.build (the stack builds "
                          "and pushes it) to turn them on")
     [off] = controller_notes(parse_config({**IMAGE, "controller": {"enabled": False}}))
-    assert off == ("controller.enabled is false, so no operator controller runs: GPU fault remediation and rolling "
-                   "driver upgrades are off (remediation.mode observe does nothing); remove controller.enabled: "
-                   "false to turn them on")
+    assert off == ("controller.enabled is false, so no operator controller runs: GPU fault remediation and "
+                   "node-by-node driver upgrades (cordon, wait for jobs, validation) are off (remediation.mode "
+                   "observe does nothing); remove controller.enabled: false to turn them on")
     [no_driver] = controller_notes(parse_config({"operator": {"driver": {"enabled": False}}}))
     assert "GPU fault remediation is off;" in no_driver and "upgrade" not in no_driver
     assert controller_notes(parse_config(IMAGE)) == []
