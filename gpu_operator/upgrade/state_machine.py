@@ -22,8 +22,9 @@ vendored in gpu-operator v26.7.0):
   only while the upgrade slots allow it: `maxParallelUpgrades` (0: no limit) counts the nodes in progress **and
   the failed ones** (GetUpgradesInProgress), so at 1 one failure stops further admissions; `maxUnavailable` (a
   count, or a percentage of the managed nodes, rounded up) counts the unschedulable and NotReady nodes and those
-  in progress. A node already cordoned adds no unavailability and passes the maxUnavailable limit, never
-  maxParallelUpgrades (NVIDIA lets it pass both; see the table in docs/tasks/driver-upgrades.md).
+  in progress. A node cordoned by someone else is never admitted: it waits at `upgrade-required` until it is
+  uncordoned, and its initial-state annotation goes then (NVIDIA admits it past both limits and leaves it
+  cordoned after: NVIDIA/gpu-operator#2820).
 * Restart-only (shouldRestartOnly): with the driver config digest unchanged, an admitted node is cordoned and goes
   straight to `pod-restart-required` (no waiting for jobs, no pod deletion, no drain) - unless its upgrade was
   requested, its driver waits for a safe load or its pod has no owner.
@@ -205,10 +206,11 @@ def _bookkeeping(node: NodeObservation) -> list[Action]:
 
 def _record_cordon(node: NodeObservation) -> list[Action]:
     """NVIDIA's initial-state annotation, as NVIDIA writes it: `true` on a node unschedulable before the upgrade,
-    nothing on a schedulable one (an explicit `false` of an older release is removed: NVIDIA reads presence)."""
+    nothing on a schedulable one (an explicit `false` of an older release is removed: NVIDIA reads presence, and
+    so is a `true` whose cordon was lifted while the node waited at `upgrade-required`)."""
     if node.unschedulable and node.initial_unschedulable is not True:
         return [_annotate(node.name, INITIAL_STATE_ANNOTATION, "true")]
-    if not node.unschedulable and node.initial_unschedulable is False:
+    if not node.unschedulable and node.initial_unschedulable is not None:
         return [_annotate(node.name, INITIAL_STATE_ANNOTATION)]
     return []
 
@@ -286,7 +288,8 @@ def _admit(node: NodeObservation) -> list[Action]:
 def _admissions(nodes: Sequence[NodeObservation], policy: UpgradePolicy) -> list[Action]:
     """ProcessUpgradeRequiredNodes over NVIDIA's GetUpgradesAvailable: the upgrade-requested annotation is consumed
     at `upgrade-required` whatever happens next; failed nodes hold a slot; NotReady and cordoned nodes are
-    unavailable."""
+    unavailable. A node cordoned by someone else is not admitted (NVIDIA's would be, past every limit): it waits
+    at `upgrade-required` until whoever cordoned it uncordons it (NVIDIA/gpu-operator#2820)."""
     holding = sum(node.state in HOLDS_SLOT for node in nodes)
     unavailable = sum(node.unschedulable or not node.ready or node.state in IN_PROGRESS for node in nodes)
     budget = policy.unavailable_budget(len(nodes))
@@ -294,14 +297,14 @@ def _admissions(nodes: Sequence[NodeObservation], policy: UpgradePolicy) -> list
     for node in sorted((n for n in nodes if n.state is State.REQUIRED), key=lambda n: n.name):
         if node.upgrade_requested:
             actions.append(_annotate(node.name, UPGRADE_REQUESTED_ANNOTATION))
-        if node.skip or (policy.max_parallel_upgrades and holding >= policy.max_parallel_upgrades):
+        if node.skip or node.unschedulable or (policy.max_parallel_upgrades
+                                                and holding >= policy.max_parallel_upgrades):
             continue
-        # only a node already cordoned passes an exhausted budget; a NotReady one is cordoned by the upgrade like
-        # any other (ProcessUpgradeRequiredNodes checks IsNodeUnschedulable, not readiness)
-        adds_unavailable = not node.unschedulable
-        if adds_unavailable and unavailable >= budget:
-            continue  # an already cordoned node further on may still go
+        # a NotReady node is cordoned by the upgrade like any other (ProcessUpgradeRequiredNodes checks
+        # IsNodeUnschedulable, not readiness)
+        if unavailable >= budget:
+            continue  # the requests of the nodes further on are consumed all the same
         actions += _admit(node)
         holding += 1
-        unavailable += adds_unavailable
+        unavailable += 1
     return actions

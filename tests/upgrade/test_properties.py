@@ -122,7 +122,9 @@ def _check_budget(nodes: dict[str, SimNode], actions: list[Action], policy: Upgr
     managed = [n for n in nodes.values() if n.driver_revision is not None]
     unavailable = sum(n.unschedulable or not n.ready or n.state in IN_PROGRESS for n in managed)
     admitted = {a.node for a in actions if a.kind is ActionKind.SET_STATE and nodes[a.node].state is State.REQUIRED
-                and a.value in (State.CORDON.value, State.POD_RESTART.value) and not nodes[a.node].unschedulable}
+                and a.value in (State.CORDON.value, State.POD_RESTART.value)}
+    # a node cordoned by someone else is never taken into an upgrade (NVIDIA/gpu-operator#2820)
+    assert not {name for name in admitted if nodes[name].unschedulable}, admitted
     if admitted:
         assert unavailable + len(admitted) <= policy.unavailable_budget(len(managed)), (admitted, unavailable)
 
@@ -191,8 +193,9 @@ def _check_the_end(nodes: dict[str, SimNode], policy: UpgradePolicy, was_unsched
     validating = [n for n in stayed.values() if n.state is State.VALIDATION]
     assert all(not n.validator_present or (n.validation_never and not policy.validation_timeout_seconds)
                for n in validating), validating
-    held_back = [n for n in stayed.values() if n.state is State.REQUIRED and not n.skip]
-    if held_back:  # only failed and validating nodes' slots, or the unavailable budget, may hold the rest back
+    held_back = [n for n in stayed.values() if n.state is State.REQUIRED and not n.skip and not n.unschedulable]
+    if held_back:  # besides nodes cordoned by someone else, only failed and validating nodes' slots, or the
+        # unavailable budget, may hold the rest back
         slots_full = policy.max_parallel_upgrades and len(failed) + len(validating) >= policy.max_parallel_upgrades
         budget = policy.unavailable_budget(len(stayed))
         assert slots_full or sum(n.unschedulable or not n.ready for n in stayed.values()) >= budget, held_back

@@ -88,13 +88,24 @@ def test_admission_keeps_both_limits(policy: UpgradePolicy, admitted: list[str])
     assert [a.node for a in actions if a.kind is A.SET_STATE and a.value == "cordon-required"] == admitted
 
 
-def test_an_already_cordoned_node_does_not_use_the_unavailable_budget_twice() -> None:
-    nodes = [NodeObservation("a", State.REQUIRED, unschedulable=True, driver_pod_outdated=True),
+def test_a_node_cordoned_by_someone_else_waits_until_uncordoned() -> None:
+    """NVIDIA/gpu-operator#2820: upgrade_inplace.go ProcessUpgradeRequiredNodes admits an unschedulable node past
+    every limit and leaves it cordoned after. Ours leaves it at upgrade-required (its cordon recorded, as NVIDIA
+    records it) and admits it, within the limits, once it is uncordoned: the record of the old cordon goes then."""
+    nodes = [NodeObservation("a", State.DONE, unschedulable=True, driver_pod_outdated=True),
              NodeObservation("b", State.REQUIRED, driver_pod_outdated=True)]
     actions = plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)
-    assert [a.node for a in actions if a.value == "cordon-required"] == ["a", "b"]
+    assert [(a.node, a.value) for a in actions if a.kind is A.SET_STATE] == [("a", "upgrade-required"),
+                                                                           ("b", "cordon-required")]
     recorded = [(a.node, a.value) for a in actions if a.kind is A.ANNOTATE]
     assert recorded == [("a", "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable=true")]
+    waiting = NodeObservation("a", State.REQUIRED, unschedulable=True, driver_pod_outdated=True,
+                              initial_unschedulable=True)
+    assert plan([waiting], UpgradePolicy(max_parallel_upgrades=0, max_unavailable="100%"), 0) == []
+    uncordoned = NodeObservation("a", State.REQUIRED, driver_pod_outdated=True, initial_unschedulable=True)
+    assert _kinds(plan([uncordoned], UpgradePolicy(max_parallel_upgrades=0, max_unavailable="100%"), 0)) == [
+        ("annotate", "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"),
+        ("set-state", "cordon-required")]
 
 
 # --- issue 20, items 11-15: each test names the upstream function it follows (k8s-operator-libs pkg/upgrade as
@@ -117,12 +128,14 @@ def test_a_failed_node_holds_an_upgrade_slot() -> None:
 
 
 def test_a_not_ready_node_is_not_admitted_past_an_exhausted_budget() -> None:
-    """Item 15. InplaceNodeStateManagerImpl.ProcessUpgradeRequiredNodes: with no upgrade available only a node that
-    IsNodeUnschedulable goes on; a NotReady node that is still schedulable waits (it would be cordoned by the
-    upgrade, past maxUnavailable). GetCurrentUnavailableNodes counts NotReady nodes as unavailable."""
+    """Item 15. InplaceNodeStateManagerImpl.ProcessUpgradeRequiredNodes: a NotReady node that is still schedulable
+    waits with no upgrade available (it would be cordoned by the upgrade, past maxUnavailable);
+    GetCurrentUnavailableNodes counts NotReady nodes as unavailable. NVIDIA's lets the unschedulable one go on; ours
+    does not take a node cordoned by someone else (NVIDIA/gpu-operator#2820)."""
     nodes = [NodeObservation(name, State.REQUIRED, driver_pod_outdated=True, ready=False, unschedulable=cordoned)
              for name, cordoned in (("a", False), ("b", True), ("c", False))]
-    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)) == ["b"]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)) == []
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=4), 0)) == ["a"]
 
 
 def test_validation_waits_for_the_new_driver_pod_running_and_ready() -> None:
@@ -171,16 +184,17 @@ def test_notready_nodes_count_against_max_unavailable() -> None:
     assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)) == ["b"]
 
 
-def test_an_already_cordoned_node_passes_max_unavailable_but_not_max_parallel_upgrades() -> None:
+def test_a_cordoned_node_is_admitted_past_no_limit() -> None:
     """Item 15 (justified in docs/tasks/driver-upgrades.md). upgrade_inplace.go ProcessUpgradeRequiredNodes admits an
-    unschedulable node even with no upgrade slot left; we let it pass maxUnavailable (it adds no unavailability) but keep
-    maxParallelUpgrades, so a failed node still stops the driver from spreading to cordoned nodes."""
+    unschedulable node even with no upgrade slot left; ours admits none cordoned by someone else, whatever the
+    limits (NVIDIA/gpu-operator#2820), and counts it as unavailable."""
     nodes = [NodeObservation("a", State.REQUIRED, driver_pod_outdated=True),
              NodeObservation("b", State.REQUIRED, unschedulable=True, driver_pod_outdated=True),
              NodeObservation("c", State.DONE, unschedulable=True)]
-    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)) == ["b"]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=3), 0)) == ["a"]
+    assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)) == []
     failed = NodeObservation("f", State.FAILED, unschedulable=True, driver_pod_ready=False)
-    assert _admitted(plan([*nodes, failed], UpgradePolicy(max_parallel_upgrades=1, max_unavailable=1), 0)) == []
+    assert _admitted(plan([*nodes, failed], UpgradePolicy(max_parallel_upgrades=1, max_unavailable=4), 0)) == []
 
 
 def test_the_skip_label_is_read_at_upgrade_required_only() -> None:
@@ -277,9 +291,8 @@ def test_restart_only_goes_from_upgrade_required_to_pod_restart(facts: dict[str,
              if (k, v) != ("annotate", "nvidia.com/gpu-driver-upgrade-requested")]
     if not restart_only:
         assert kinds == [("set-state", "cordon-required")]
-    elif facts.get("unschedulable"):  # already cordoned: recorded, not cordoned again
-        assert kinds == [("annotate", "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"),
-                         ("set-state", "pod-restart-required")]
+    elif facts.get("unschedulable"):  # cordoned by someone else: it waits (NVIDIA/gpu-operator#2820)
+        assert kinds == []
     else:
         assert kinds == [("cordon", ""), ("set-state", "pod-restart-required")]
 

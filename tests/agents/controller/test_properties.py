@@ -100,6 +100,8 @@ def test_rollout_keeps_the_limits_and_ends_done_or_failed(scenario: tuple[
             assert faulty, f"{name} failed without a fault"
         elif state == "validation-required":  # no validator pod: NVIDIA waits without a clock
             assert not node.validator, name
+        elif state == "upgrade-required" and node.unschedulable:
+            pass  # cordoned by someone else: never taken into an upgrade (NVIDIA/gpu-operator#2820)
         elif state == "upgrade-required":  # held back: failed or validating nodes hold the slots, or cordons the budget
             blocking = sum(n.labels.get(STATE_LABEL) in ("upgrade-failed", "validation-required") for n in stayed)
             unavailable = sum(n.unschedulable or not n.ready for n in stayed)
