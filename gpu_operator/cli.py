@@ -8,6 +8,7 @@
     gpu-operator check [-f CONFIG] [--output text|json|sarif]  the policies over the stack's objects (exit 3)
     gpu-operator dra match CLAIM.yaml --nvml fake:h100-8x    a DRA claim's selectors against a node (exit 3: no fit)
     gpu-operator diag [--kubeconfig PATH] [-n NS] [-o json]   a live cluster's GPU stack, layer by layer (exit 3/4)
+    gpu-operator upgrade status [--kubeconfig PATH] [--watch]  the driver rollout per stage and pool (exit 3: halted)
 
 Without `-f`, `render` uses the built-in default stack; `-f -` reads the document from standard input. `-f` also takes a Pulumi stack file
 (`stacks/Pulumi.prod.yaml`): its `gpu-operator:config` document is rendered, so any environment can be reviewed
@@ -39,6 +40,7 @@ from collections.abc import Callable, Sequence
 from gpu_operator.config import ConfigError, GpuStackConfig, Problem, parse_config
 from gpu_operator.counts import count_phrase
 from gpu_operator.diag.command import add_diag_parser, run_diag
+from gpu_operator.diag.upgrade_command import add_upgrade_parser, run_upgrade
 from gpu_operator.dra.command import add_dra_parser, run_dra
 from gpu_operator.manifests import (
     SUMMARY_HEADER,
@@ -92,7 +94,7 @@ def _path(text: str) -> Path:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpu-operator", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{render,import-values,dashboard,images,check,dra,diag}")
+                                     metavar="{render,import-values,dashboard,images,check,dra,diag,upgrade}")
 
     render = commands.add_parser("render", help="render the stack's Kubernetes objects")
     render.add_argument("-f", "--file", type=_path,
@@ -129,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="report format: text, json, or SARIF 2.1.0 for code scanning (default: text)")
     add_dra_parser(commands, _path)
     add_diag_parser(commands)
+    add_upgrade_parser(commands, _path)
     return parser
 
 
@@ -454,6 +457,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "check": _check,
     "dra": run_dra,
     "diag": run_diag,
+    "upgrade": run_upgrade,
 }
 
 

@@ -32,7 +32,7 @@ from gpu_operator.config import ConfigError, Problem
 from gpu_operator.diag.snapshot import Obj, Snapshot
 from gpu_operator.diag.workloads import requests_gpus
 
-__all__ = ["connect", "take_snapshot", "parse_selector", "CLUSTER_POLICY", "NIC_CLUSTER_POLICY"]
+__all__ = ["connect", "required", "take_snapshot", "parse_selector", "CLUSTER_POLICY", "NIC_CLUSTER_POLICY"]
 
 CLUSTER_POLICY = create_global_resource("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies")
 NIC_CLUSTER_POLICY = create_global_resource("mellanox.com", "v1alpha1", "NicClusterPolicy", "nicclusterpolicies")
@@ -97,15 +97,19 @@ def _dicts(items: Iterable[Any]) -> list[Obj]:
     return [item.to_dict() for item in items]
 
 
-def _required(server: str, what: str, read: Callable[[], T]) -> T:
+_DIAG_NEEDS = "diag needs get/list on nodes, pods, daemonsets, configmaps and events"
+
+
+def required(server: str, what: str, read: Callable[[], T], needs: str = _DIAG_NEEDS) -> T:
+    """`read()`, or a ConfigError naming the cluster, what could not be read and why (`needs`: the grants the
+    command needs, said when the API server refuses)."""
     try:
         return read()
     except ApiError as error:
         status = error.status.code
         if status in (401, 403):
-            raise _fail(server, f"refused to list {what} ({error.status.message}); diag needs get/list on "
-                                "nodes, pods, daemonsets, configmaps and events: use a kubeconfig whose user has "
-                                "them") from None
+            raise _fail(server, f"refused to list {what} ({error.status.message}); {needs}: use a kubeconfig "
+                                "whose user has them") from None
         raise _fail(server, f"failed to list {what}: {error.status.message}") from None
     except httpx.HTTPError as error:
         raise _fail(server, f"cannot be reached ({type(error).__name__}: {error}); check --kubeconfig and "
@@ -134,15 +138,15 @@ def _may_run_on(pod: Obj, nodes: list[Obj]) -> bool:
 def take_snapshot(client: Client, server: str, namespace: str, selector: str | None = None) -> Snapshot:
     notes: list[str] = []
     node_labels = parse_selector(selector) if selector else None
-    nodes = _required(server, "nodes", lambda: _dicts(client.list(Node, labels=node_labels)))
+    nodes = required(server, "nodes", lambda: _dicts(client.list(Node, labels=node_labels)))
     exists = _optional(notes, f"namespace {namespace}", lambda: client.get(Namespace, namespace), None)
     if exists is None and not notes:
         raise _fail(server, f"has no namespace {namespace!r}; pass the operator's namespace to --namespace")
     notes.clear()  # a refused get of the namespace is no loss: its pods are listed next
-    pods = _required(server, f"pods in {namespace}", lambda: _dicts(client.list(Pod, namespace=namespace)))
-    daemonsets = _required(server, f"daemonsets in {namespace}",
+    pods = required(server, f"pods in {namespace}", lambda: _dicts(client.list(Pod, namespace=namespace)))
+    daemonsets = required(server, f"daemonsets in {namespace}",
                            lambda: _dicts(client.list(DaemonSet, namespace=namespace)))
-    config_maps = _required(server, f"configmaps in {namespace}",
+    config_maps = required(server, f"configmaps in {namespace}",
                             lambda: _dicts(client.list(ConfigMap, namespace=namespace)))
     events = _optional(notes, f"events in {namespace}",
                        lambda: _dicts(client.list(Event, namespace=namespace)), [])

@@ -145,30 +145,46 @@ def format_progress(report: RolloutProgress) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_upgrade(client: Any, namespace: str) -> UpgradeSnapshot:
-    """Read what the report needs (list nodes, pods, controllerrevisions, events; get two ConfigMaps)."""
+#: What `upgrade status` reads, said when the API server refuses.
+NEEDS = ("upgrade status needs list on nodes, and in the operator namespace on pods and controllerrevisions, get on "
+         "configmaps, and list on events in default")
+
+
+def read_upgrade(client: Any, server: str, namespace: str) -> UpgradeSnapshot:
+    """Read what the report needs (list nodes, pods, controllerrevisions, events; get two ConfigMaps). A refused
+    or failed read ends in a ConfigError naming it; the Events and ConfigMaps are optional (no estimate, no
+    stages without them)."""
     import time
 
     from lightkube import ApiError
     from lightkube.resources.apps_v1 import ControllerRevision
     from lightkube.resources.core_v1 import ConfigMap, Event, Node, Pod
 
-    def config_map(map_name: str) -> Obj | None:
+    from gpu_operator.diag.fetch import required
+
+    def optional(read: Any) -> Any:
         try:
-            return client.get(ConfigMap, map_name, namespace=namespace).to_dict()
-        except ApiError as error:
-            if error.status.code == 404:
-                return None
-            raise
+            return read()
+        except ApiError:
+            return None
+
+    def config_map(map_name: str) -> Obj | None:
+        found = optional(lambda: client.get(ConfigMap, map_name, namespace=namespace))
+        return found.to_dict() if found is not None else None
+
+    def listed(what: str, read: Any) -> list[Any]:
+        return required(server, what, lambda: list(read()), NEEDS)
 
     component = dict([DRIVER_COMPONENT])
+    nodes = [node.to_dict() for node in listed("nodes", lambda: client.list(Node))]  # the cluster answers
+    driver_pods = [pod.to_dict() for pod in listed(f"pods in {namespace}", lambda: client.list(
+        Pod, namespace=namespace, labels=component))]
+    newest = newest_revisions(listed(f"controllerrevisions in {namespace}", lambda: client.list(
+        ControllerRevision, namespace=namespace)))
+    events = optional(lambda: [event.to_dict() for event in client.list(
+        Event, namespace=EVENT_NAMESPACE, fields={"reason": EVENT_REASON})]) or []
     return UpgradeSnapshot(
-        now=time.time(),
-        nodes=[node.to_dict() for node in client.list(Node)],
-        driver_pods=[pod.to_dict() for pod in client.list(Pod, namespace=namespace, labels=component)],
-        newest=newest_revisions(client.list(ControllerRevision, namespace=namespace)),
-        events=[event.to_dict() for event in client.list(Event, namespace=EVENT_NAMESPACE,
-                                                         fields={"reason": EVENT_REASON})],
+        now=time.time(), nodes=nodes, driver_pods=driver_pods, newest=newest, events=events,
         settings=config_map(SETTINGS_CONFIG_MAP),
         status=config_map(STATUS_CONFIG_MAP),
     )

@@ -12,45 +12,7 @@ from gpu_operator.diag.fetch import connect
 from gpu_operator.diag.upgrade_status import format_progress, read_upgrade, upgrade_progress
 from gpu_operator.upgrade.stages import REST, RolloutMemory, RolloutPolicy, RolloutStage, StagedNode, evaluate
 from tests.agents.kube.fake_apiserver import FakeApiServer
-
-NS = "gpu-operator"
-POOLS = {"c-0": "canary", "t-0": "train", "t-1": "train"}
-STATES = {"c-0": "upgrade-failed", "t-0": "upgrade-required", "t-1": "upgrade-required"}
-
-
-def _node(name: str) -> dict:
-    annotations = {"nvidia.com/gpu-driver-upgrade-failure-reason": "the new driver pod restarted more than 10 times "
-                   "without becoming Ready"} if STATES[name] == "upgrade-failed" else {}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {
-        "name": name, "annotations": annotations,
-        "labels": {"kubernetes.azure.com/agentpool": POOLS[name], "nvidia.com/gpu-driver-upgrade-state": STATES[name]}}}
-
-
-def _pod(node: str, revision: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": f"nvidia-driver-daemonset-{node}", "namespace": NS,
-        "labels": {"app.kubernetes.io/component": "nvidia-driver", "controller-revision-hash": revision},
-        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "nvidia-driver-daemonset",
-                             "uid": "u", "controller": True}]},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}
-
-
-def _revision(number: int, digest: str) -> dict:
-    return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": number, "data": {}, "metadata": {
-        "name": f"nvidia-driver-daemonset-{digest}", "namespace": NS, "labels": {"controller-revision-hash": digest},
-        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "nvidia-driver-daemonset",
-                             "uid": "u", "controller": True}]}}
-
-
-def _event(node: str, state: str, at: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{node}.{state}", "namespace": "default"},
-            "involvedObject": {"kind": "Node", "name": node, "apiVersion": "v1"}, "reason": "GPUDriverUpgrade",
-            "message": f"Successfully updated node state label to {state}", "lastTimestamp": at}
-
-
-def _config_map(name: str, data: dict[str, str]) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS}, "data": data}
-
+from tests.diag.upgrade_cluster import NS, POOLS, STATES, config_map, event, node, pod, revision
 
 def _rollout() -> str:
     policy = RolloutPolicy((RolloutStage("canary", ("canary",), 1800), RolloutStage("rest", (REST,))))
@@ -61,16 +23,16 @@ def _rollout() -> str:
 
 def test_a_halted_canary_is_named_with_its_reason_and_the_rest_is_untouched(tmp_path: Path) -> None:
     with FakeApiServer() as server:
-        for obj in [*(_node(name) for name in POOLS), _pod("c-0", "new"), _pod("t-0", "old"), _pod("t-1", "old"),
-                    _revision(1, "old"), _revision(2, "new"),
-                    _event("other", "cordon-required", "2026-11-29T10:00:00Z"),
-                    _event("other", "upgrade-done", "2026-11-29T10:04:00Z"),
-                    _config_map("gpu-operator-controller", {"controller.json": json.dumps(
+        for obj in [*(node(name) for name in POOLS), pod("c-0", "new"), pod("t-0", "old"), pod("t-1", "old"),
+                    revision(1, "old"), revision(2, "new"),
+                    event("other", "cordon-required", "2026-11-29T10:00:00Z"),
+                    event("other", "upgrade-done", "2026-11-29T10:04:00Z"),
+                    config_map("gpu-operator-controller", {"controller.json": json.dumps(
                         {"upgradePolicy": {"maxParallelUpgrades": 1}})}),
-                    _config_map("gpu-operator-status", {"rollout": _rollout()})]:
+                    config_map("gpu-operator-status", {"rollout": _rollout()})]:
             server.add(obj)
         client, _ = connect(server.kubeconfig(tmp_path), None)
-        snapshot = read_upgrade(client, NS)
+        snapshot = read_upgrade(client, "fake", NS)
         methods = {request.method for request in server.requests}
     assert methods == {"GET"}, "upgrade status only reads"
     report = upgrade_progress(snapshot)
@@ -91,8 +53,8 @@ def test_without_a_controller_record_the_report_still_counts_per_pool() -> None:
     from gpu_operator.diag.upgrade_status import UpgradeSnapshot
 
     unlabelled = [{**node, "metadata": {**node["metadata"], "labels": {"kubernetes.azure.com/agentpool": "train"}}}
-                  for node in (_node("t-0"), _node("t-1"))]
-    snapshot = UpgradeSnapshot(now=0.0, nodes=unlabelled, driver_pods=[_pod("t-0", "new"), _pod("t-1", "old")],
+                  for node in (node("t-0"), node("t-1"))]
+    snapshot = UpgradeSnapshot(now=0.0, nodes=unlabelled, driver_pods=[pod("t-0", "new"), pod("t-1", "old")],
                                newest={"nvidia-driver-daemonset": "new"})
     report = upgrade_progress(snapshot)
     assert (report.nodes, report.settled, report.halted) == (2, 1, "")
