@@ -276,13 +276,15 @@ def _admit(node: NodeObservation) -> list[Action]:
     pod-restart-required) unless the digest changed, the upgrade was requested, the driver waits for its safe
     load or its pod has no owner (shouldRestartOnly); else cordon-required."""
     stale = _drop(node, (WAIT_START_ANNOTATION, node.wait_started_at),
-                  (VALIDATION_START_ANNOTATION, node.validation_started_at))
+                  (VALIDATION_START_ANNOTATION, node.validation_started_at),
+                  (FAILURE_ANNOTATION, node.failure_reason))
     restart_only = not (node.config_digest_changed or node.upgrade_requested or node.safe_load_waiting
                         or node.driver_pod_orphaned)
+    record = [] if node.failure_reason else _record_cordon(node)  # a retried node's cordon is the upgrade's own
     if not restart_only:
-        return [*_record_cordon(node), *stale, _set(node.name, State.CORDON)]
+        return [*record, *stale, _set(node.name, State.CORDON)]
     cordon = [] if node.unschedulable else [Action(ActionKind.CORDON, node.name)]
-    return [*_record_cordon(node), *stale, *cordon, _set(node.name, State.POD_RESTART)]
+    return [*record, *stale, *cordon, _set(node.name, State.POD_RESTART)]
 
 
 def _admissions(nodes: Sequence[NodeObservation], policy: UpgradePolicy) -> list[Action]:
@@ -297,14 +299,21 @@ def _admissions(nodes: Sequence[NodeObservation], policy: UpgradePolicy) -> list
     for node in sorted((n for n in nodes if n.state is State.REQUIRED), key=lambda n: n.name):
         if node.upgrade_requested:
             actions.append(_annotate(node.name, UPGRADE_REQUESTED_ANNOTATION))
-        if node.skip or node.unschedulable or (policy.max_parallel_upgrades
-                                                and holding >= policy.max_parallel_upgrades):
+        if node.skip or _cordoned_by_others(node) or (policy.max_parallel_upgrades
+                                                       and holding >= policy.max_parallel_upgrades):
             continue
         # a NotReady node is cordoned by the upgrade like any other (ProcessUpgradeRequiredNodes checks
-        # IsNodeUnschedulable, not readiness)
-        if unavailable >= budget:
+        # IsNodeUnschedulable, not readiness); a failed node retried is already counted by its own cordon
+        adds_unavailable = not node.unschedulable
+        if adds_unavailable and unavailable >= budget:
             continue  # the requests of the nodes further on are consumed all the same
         actions += _admit(node)
         holding += 1
-        unavailable += 1
+        unavailable += adds_unavailable
     return actions
+
+
+def _cordoned_by_others(node: NodeObservation) -> bool:
+    """Unschedulable, and not by a failed upgrade of ours: a failed node keeps the upgrade's cordon (with its
+    failure reason) and is retried by setting `upgrade-required` again, which must take it back in."""
+    return node.unschedulable and not node.failure_reason

@@ -184,6 +184,19 @@ def test_notready_nodes_count_against_max_unavailable() -> None:
     assert _admitted(plan(nodes, UpgradePolicy(max_parallel_upgrades=0, max_unavailable=2), 0)) == ["b"]
 
 
+def test_a_failed_node_retried_is_taken_back_in_under_the_upgrades_own_cordon() -> None:
+    """A failed node keeps the upgrade's cordon; `kubectl label node ... upgrade-required --overwrite` (what the
+    rollout wait and diag tell people to run) must take it back in, although it is unschedulable: its failure
+    reason says the cordon is the upgrade's. It adds no unavailability (its cordon is counted already), and the
+    old reason goes at admission."""
+    retried = NodeObservation("a", State.REQUIRED, unschedulable=True, driver_pod_outdated=True,
+                              failure_reason="the validator was not Ready within 600 s")
+    busy = NodeObservation("b", State.CORDON, unschedulable=True)
+    actions = plan([retried, busy], UpgradePolicy(max_parallel_upgrades=0, max_unavailable=1), 0)
+    assert _kinds([a for a in actions if a.node == "a"]) == [
+        ("annotate", "nvidia.com/gpu-driver-upgrade-failure-reason"), ("set-state", "cordon-required")]
+
+
 def test_a_cordoned_node_is_admitted_past_no_limit() -> None:
     """Item 15 (justified in docs/tasks/driver-upgrades.md). upgrade_inplace.go ProcessUpgradeRequiredNodes admits an
     unschedulable node even with no upgrade slot left; ours admits none cordoned by someone else, whatever the
