@@ -84,7 +84,7 @@ class ControllerLoop:
         self.stop = stop or threading.Event()
         self.wake = threading.Event()
         ns, resync = settings.namespace, settings.resync_seconds
-        apps = operators.in_([settings.driver_app, *settings.validator_apps])
+        apps = operators.in_([*sorted(settings.driver_apps), *settings.validator_apps])
         self._nodes = Informer(client, Node, self.wake, resync_seconds=resync)
         self._pods = Informer(client, Pod, self.wake, namespace=ns, labels={"app": apps}, resync_seconds=resync)
         self._daemonsets = Informer(client, DaemonSet, self.wake, namespace=ns, resync_seconds=resync)

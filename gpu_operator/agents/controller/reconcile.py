@@ -29,7 +29,7 @@ from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSet
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
 from gpu_operator.remediation import NodePatch, blocks_upgrade
-from gpu_operator.upgrade import STATE_LABEL, Action, NodeObservation, State, plan
+from gpu_operator.upgrade import CLUSTER_GROUP, STATE_LABEL, Action, NodeObservation, State, UpgradePolicy, plan_groups
 from gpu_operator.upgrade.observation import (
     DRIVER_RESTART_LIMIT,
     FAILURE_ANNOTATION,
@@ -127,7 +127,7 @@ def nodes_needing_claims(state: ClusterState, settings: ControllerSettings) -> l
 
 
 def _driver_sets(state: ClusterState, settings: ControllerSettings) -> frozenset[str]:
-    return frozenset(name for name, ds in state.daemonsets.items() if ds.app == settings.driver_app)
+    return frozenset(name for name, ds in state.daemonsets.items() if ds.app in settings.driver_apps)
 
 
 def unscheduled_driver_daemonsets(state: ClusterState, settings: ControllerSettings) -> tuple[str, ...]:
@@ -135,15 +135,16 @@ def unscheduled_driver_daemonsets(state: ClusterState, settings: ControllerSetti
     "driver DaemonSet should not have Unscheduled pods"): a pod is being created, bound or deleted, so no upgrade
     step now. A pod not yet bound to its node counts as unscheduled: its node sits the round out, and admitting
     another node meanwhile could exceed maxParallelUpgrades, since the node in the gap is counted nowhere."""
-    owned = Counter(pod.owner for pod in state.pods if pod.app == settings.driver_app and pod.owner and pod.node)
+    apps = settings.driver_apps
+    owned = Counter(pod.owner for pod in state.pods if pod.app in apps and pod.owner and pod.node)
     return tuple(sorted(name for name in _driver_sets(state, settings)
                         if state.daemonsets[name].desired != owned[name]))
 
 
-def _foreign(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts], app: str) -> bool:
+def _foreign(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts], apps: frozenset[str]) -> bool:
     """The pod's owner is a DaemonSet whose own `app` label says it is not a driver's."""
     owner = daemonsets.get(pod.owner)
-    return owner is not None and owner.app not in ("", app)
+    return owner is not None and owner.app != "" and owner.app not in apps
 
 
 def _driver_pods(state: ClusterState, settings: ControllerSettings) -> tuple[dict[str, PodFacts], set[str]]:
@@ -152,10 +153,11 @@ def _driver_pods(state: ClusterState, settings: ControllerSettings) -> tuple[dic
     BuildState leaves both out)."""
     chosen: dict[str, PodFacts] = {}
     sitting_out: set[str] = set()
+    apps = settings.driver_apps
     for pod in state.pods:
-        if pod.app != settings.driver_app or not (pod.node or pod.target_node):
+        if pod.app not in apps or not (pod.node or pod.target_node):
             continue
-        if not pod.node or _foreign(pod, state.daemonsets, settings.driver_app):
+        if not pod.node or _foreign(pod, state.daemonsets, apps):
             sitting_out.add(pod.node or pod.target_node)
         elif pod.node not in chosen or (chosen[pod.node].terminating and not pod.terminating):
             chosen[pod.node] = pod
@@ -231,17 +233,17 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float,
     return observations
 
 
-def _labelling(node: NodeFacts, settings: ControllerSettings,
+def _labelling(node: NodeFacts, settings: ControllerSettings, policy: UpgradePolicy,
               claims_held: bool) -> tuple[dict[str, str | None], dict[str, str | None]]:
     labels = label_changes(node.labels, settings.labelling, gpu_claims_held=claims_held)
     after_present = labels.get("nvidia.com/gpu.present", node.labels.get("nvidia.com/gpu.present"))
-    wanted = settings.driver_enabled and settings.upgrade.auto_upgrade and after_present == "true"
+    wanted = settings.driver_enabled and policy.auto_upgrade and after_present == "true"
     annotations: dict[str, str | None] = {}
     if wanted and node.annotations.get(UPGRADE_ENABLED_ANNOTATION) != "true":
         annotations[UPGRADE_ENABLED_ANNOTATION] = "true"
     elif not wanted and UPGRADE_ENABLED_ANNOTATION in node.annotations:
         annotations[UPGRADE_ENABLED_ANNOTATION] = None
-    if not settings.upgrade.auto_upgrade and node.labels.get(STATE_LABEL):
+    if not policy.auto_upgrade and node.labels.get(STATE_LABEL):
         labels[STATE_LABEL] = None  # NVIDIA drops the state labels while upgrades are off
     return labels, annotations
 
@@ -269,7 +271,8 @@ _POD_ACTIONS = {ActionKind.DELETE_GPU_PODS: "evict-gpu-pods", ActionKind.DRAIN: 
 
 def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerSettings, driver: PodFacts | None,
                claims_held: bool) -> tuple[list[PodAction], NodePatch | None, UpgradeEvent | None]:
-    labels, annotations = _labelling(node, settings, claims_held)
+    policy = settings.policies[settings.group_of(driver.app)] if driver is not None else settings.upgrade
+    labels, annotations = _labelling(node, settings, policy, claims_held)
     unschedulable: bool | None = None
     pod_actions: list[PodAction] = []
     new_state: State | None = None
@@ -305,12 +308,22 @@ def _requeue(observations: Sequence[NodeObservation], settings: ControllerSettin
     return wait
 
 
+def _plan(state: ClusterState, observations: Sequence[NodeObservation], drivers: Mapping[str, PodFacts],
+          settings: ControllerSettings, paused: Sequence[str], now: float) -> list[Action]:
+    """Each driver group's nodes planned within its own upgrade policy; a group with a DaemonSet short of pods
+    (`paused`) takes no step. A node without a driver pod (leaving the upgrade) is the cluster driver's."""
+    grouped = [(settings.group_of(drivers[node.name].app) if node.name in drivers else CLUSTER_GROUP, node)
+               for node in observations]
+    held = {settings.group_of(state.daemonsets[name].app) for name in paused}
+    return plan_groups(grouped, settings.policies, now, held)
+
+
 def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> Plan:
     """Every write of this round, and when to look again."""
     drivers = _driver_pods(state, settings)
     observations = observe(state, settings, now, drivers)
     paused = unscheduled_driver_daemonsets(state, settings)
-    by_node = _by_node([] if paused else plan(observations, settings.upgrade, now))
+    by_node = _by_node(_plan(state, observations, drivers[0], settings, paused, now))
     pod_actions: list[PodAction] = []
     patches: list[NodePatch] = []
     events: list[UpgradeEvent] = []

@@ -19,9 +19,9 @@ from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.facts.label_selector import LabelSelector, parse_selector
 from gpu_operator.labels import LabellingPolicy
 from gpu_operator.remediation import PolicyError, RemediationPolicy, policy_from_document
-from gpu_operator.upgrade import UpgradePolicy
+from gpu_operator.upgrade import CLUSTER_GROUP, UpgradePolicy
 
-__all__ = ["ControllerSettings", "SettingsError", "parse_settings"]
+__all__ = ["ControllerSettings", "DriverGroupSettings", "SettingsError", "parse_settings"]
 
 DRIVER_APP = "nvidia-driver-daemonset"
 VALIDATOR_APPS = ("nvidia-operator-validator", "nvidia-operator-validator-dra")
@@ -29,6 +29,15 @@ VALIDATOR_APPS = ("nvidia-operator-validator", "nvidia-operator-validator-dra")
 
 class SettingsError(ValueError):
     """The settings document is not what the render writes; the message names the key."""
+
+
+@dataclass(frozen=True)
+class DriverGroupSettings:
+    """A driver of its own (`driverGroups[]`): the apps of its DaemonSets and its own upgrade policy."""
+
+    name: str
+    apps: tuple[str, ...]
+    upgrade: UpgradePolicy
 
 
 @dataclass(frozen=True)
@@ -48,11 +57,30 @@ class ControllerSettings:
     resync_seconds: float = 300.0
     remediation: RemediationPolicy = RemediationPolicy()
     """The `remediation` section: what the remediation planner does about GPU faults."""
+    driver_groups: tuple[DriverGroupSettings, ...] = ()
+    """The drivers of their own, each upgraded within its own policy (`gpu_operator.upgrade.groups`)."""
+
+    @property
+    def driver_apps(self) -> frozenset[str]:
+        """The `app` labels of every driver DaemonSet and its pods: the cluster driver's and the groups'."""
+        return frozenset({self.driver_app, *(app for group in self.driver_groups for app in group.apps)})
+
+    def group_of(self, app: str) -> str:
+        """The driver group whose DaemonSet has this app (CLUSTER_GROUP for the cluster driver's, or none)."""
+        return next((group.name for group in self.driver_groups if app in group.apps), CLUSTER_GROUP)
+
+    @property
+    def policies(self) -> dict[str, UpgradePolicy]:
+        """Each group's upgrade policy, the cluster driver's under CLUSTER_GROUP."""
+        return {CLUSTER_GROUP: self.upgrade, **{group.name: group.upgrade for group in self.driver_groups}}
 
 
 def _field(document: Mapping[str, Any], path: str, kind: type | tuple[type, ...], default: Any) -> Any:
     value: Any = document
     for key in path.split("."):
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+            continue
         if not isinstance(value, Mapping) or key not in value:
             return default
         value = value[key]
@@ -64,11 +92,11 @@ def _field(document: Mapping[str, Any], path: str, kind: type | tuple[type, ...]
     return value
 
 
-def _max_unavailable(value: int | str) -> int | str:
+def _max_unavailable(value: int | str, at: str) -> int | str:
     text = str(value)
     number = text[:-1] if text.endswith("%") else text
     if not number.isdigit():
-        raise SettingsError(f"upgradePolicy.maxUnavailable must be a count or a percentage such as '25%', not {value!r}")
+        raise SettingsError(f"{at}.maxUnavailable must be a count or a percentage such as '25%', not {value!r}")
     return value if isinstance(value, str) and value.endswith("%") else int(number)
 
 
@@ -93,15 +121,26 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         f("labelling.sandboxEnabled", bool, False), f("labelling.defaultWorkload", str, "container"),
         f("labelling.migManagerEnabled", bool, False), f("labelling.migDefaultConfig", str, ""),
         f("labelling.sandboxMode", str, "kubevirt"))
-    upgrade = UpgradePolicy(
-        auto_upgrade=f("upgradePolicy.autoUpgrade", bool, True),
-        max_parallel_upgrades=f("upgradePolicy.maxParallelUpgrades", int, 1),
-        max_unavailable=_max_unavailable(f("upgradePolicy.maxUnavailable", (int, str), "25%")),
-        wait_for_jobs=bool(f("upgradePolicy.waitForCompletion.podSelector", str, "")),
-        wait_timeout_seconds=f("upgradePolicy.waitForCompletion.timeoutSeconds", int, 0),
-        drain=f("upgradePolicy.drain.enable", bool, False),
-        validation_timeout_seconds=f("validationTimeoutSeconds", int, 600),
-    )
+    def policy(at: str) -> UpgradePolicy:
+        return UpgradePolicy(
+            auto_upgrade=f(f"{at}.autoUpgrade", bool, True),
+            max_parallel_upgrades=f(f"{at}.maxParallelUpgrades", int, 1),
+            max_unavailable=_max_unavailable(f(f"{at}.maxUnavailable", (int, str), "25%"), at),
+            wait_for_jobs=bool(f(f"{at}.waitForCompletion.podSelector", str, "")),
+            wait_timeout_seconds=f(f"{at}.waitForCompletion.timeoutSeconds", int, 0),
+            drain=f(f"{at}.drain.enable", bool, False),
+            validation_timeout_seconds=f("validationTimeoutSeconds", int, 600),
+        )
+
+    def group(index: int) -> DriverGroupSettings:
+        at = f"driverGroups.{index}"
+        apps = f(f"{at}.daemonSets", list, [])
+        if not all(isinstance(app, str) and app for app in apps):
+            raise SettingsError(f"{at}.daemonSets must be a list of DaemonSet names, not {apps!r}")
+        return DriverGroupSettings(f(f"{at}.name", str, str(index)), tuple(apps), policy(f"{at}.upgradePolicy"))
+
+    upgrade = policy("upgradePolicy")
+    groups = tuple(group(index) for index in range(len(f("driverGroups", list, []))))
     def selector(path: str) -> LabelSelector:
         try:
             return parse_selector(f(path, str, ""))
@@ -120,5 +159,5 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         wait_pod_selector=selector("upgradePolicy.waitForCompletion.podSelector"),
         pod_deletion=options("podDeletion", LabelSelector("")),
         drain=options("drain", selector("upgradePolicy.drain.podSelector")),
-        resync_seconds=float(f("resyncSeconds", (int, float), 300)),
+        resync_seconds=float(f("resyncSeconds", (int, float), 300)), driver_groups=groups,
     )

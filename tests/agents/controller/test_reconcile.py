@@ -462,3 +462,34 @@ def test_a_node_the_remediation_holds_is_not_admitted_to_an_upgrade() -> None:
     labelled = NodeFacts("gpu-0", {**node.labels, REMEDIATION_STATE: "quarantined"}, node.annotations, False)
     held = ClusterState({"gpu-0": labelled}, waiting.pods, waiting.daemonsets)
     assert not [p for p in reconcile(held, SETTINGS, 0).patches if p.labels.get(STATE_LABEL)]
+
+
+# --- issue 28 item 4: several driver DaemonSets, each group within its own upgrade policy ---------------------------
+
+def test_each_driver_group_is_upgraded_within_its_own_policy() -> None:
+    """A driver of its own (NVIDIADriver's DaemonSet `nvidia-gpu-driver-<os>-<hash>`, its own `app`) is upgraded
+    beside the cluster driver: one at a time for the cluster's (maxParallelUpgrades 1), two at a time for t4's
+    (maxParallelUpgrades 2); a DaemonSet short of pods holds its own group only."""
+    from gpu_operator.agents.controller.settings import DriverGroupSettings
+
+    t4_ds = "nvidia-gpu-driver-ubuntu22.04-54bf6fb65b"
+    cluster_ds = f"{DRIVER_DS}-ubuntu22.04"
+    group = DriverGroupSettings("t4", (t4_ds,), UpgradePolicy(max_parallel_upgrades=2, max_unavailable="100%"))
+    settings = ControllerSettings("gpu-operator", LabellingPolicy(),
+                                  UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%"),
+                                  pod_deletion=DrainOptions(timeout=30.0), driver_groups=(group,))
+    members = {"a": cluster_ds, "b": cluster_ds, "c": t4_ds, "d": t4_ds}
+    nodes = {name: NodeFacts(name, {**LABELLED, STATE_LABEL: "upgrade-required"}, {UPGRADE_ENABLED_ANNOTATION: "true"})
+             for name in members}
+    pods = tuple(PodFacts(f"driver-{name}", name, DRIVER_DS if ds == cluster_ds else ds, ds, OLD, "d", ready=True,
+                          running_ready=True) for name, ds in members.items())
+
+    def admitted(t4_desired: int) -> list[str]:
+        daemonsets = {cluster_ds: DaemonSetFacts(cluster_ds, NEW, "d", desired=2, app=DRIVER_DS),
+                      t4_ds: DaemonSetFacts(t4_ds, NEW, "d", desired=t4_desired, app=t4_ds)}
+        plan = reconcile(ClusterState(nodes, pods, daemonsets), settings, 0.0)
+        admitting = ("cordon-required", "pod-restart-required")
+        return sorted(p.node for p in plan.patches if p.labels.get(STATE_LABEL) in admitting)
+
+    assert admitted(2) == ["a", "c", "d"]
+    assert admitted(3) == ["a"]  # t4's DaemonSet is creating a pod: its group sits the round out

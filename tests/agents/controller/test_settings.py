@@ -29,10 +29,30 @@ def test_defaults_are_nvidias() -> None:
     ({"remediation": {"mode": "loud"}}, "remediation.mode"),
     ({"remediation": {"breaker": {"maxNodes": "ten"}}}, "remediation.breaker.maxNodes"),
     ({"remediation": {"rules": {"thermal": {"actions": ["reboot"]}}}}, "remediation.rules.thermal.actions"),
+    ({"driverGroups": [{"name": "t4", "daemonSets": "ds"}]}, "driverGroups.0.daemonSets"),
+    ({"driverGroups": [{"name": "t4", "daemonSets": ["ds"], "upgradePolicy": {"maxUnavailable": "most"}}]},
+     "driverGroups.0.upgradePolicy.maxUnavailable"),
 ])
 def test_a_bad_key_is_named(document: dict, named: str) -> None:
     with pytest.raises(SettingsError, match=named.replace(".", r"\.")):
         parse_settings(json.dumps(document), "ns")
+
+
+def test_the_rendered_driver_groups_are_read_with_their_own_policies() -> None:
+    from gpu_operator.config import load_config
+    from gpu_operator.render import render
+
+    config = load_config(Path(__file__).resolve().parents[3] / "examples" / "configs" / "per-pool-drivers.yaml")
+    [settings_map] = [o for o in render(config) if o["kind"] == "ConfigMap"
+                      and o["metadata"]["name"] == "gpu-operator-controller"]
+    settings = parse_settings(next(iter(settings_map["data"].values())), "gpu-operator")
+    groups = {group.name: group for group in settings.driver_groups}
+    assert set(groups) == {"training", "t4"}
+    assert groups["t4"].upgrade.max_parallel_upgrades == 2 and groups["training"].upgrade.max_parallel_upgrades == 1
+    [app] = groups["t4"].apps
+    assert app.startswith("nvidia-gpu-driver-ubuntu22.04-") and settings.group_of(app) == "t4"
+    assert settings.driver_apps == {"nvidia-driver-daemonset", app, *groups["training"].apps}
+    assert settings.group_of("nvidia-driver-daemonset") == ""
 
 
 def test_bad_settings_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
