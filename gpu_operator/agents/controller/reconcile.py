@@ -3,8 +3,9 @@
 Two concerns meet on the Node object and are planned together so that each node gets at most one merge patch
 per round:
 
-* node labelling (`gpu_operator.labels`): NVIDIA's deploy labels, `gpu.present` and the MIG layout seed, plus
-  the `nvidia.com/gpu-driver-upgrade-enabled` annotation the driver manager reads;
+* node labelling (`gpu_operator.labels`): NVIDIA's deploy labels, `gpu.present` and the MIG layout seed, the
+  driver owner label (`.driver_owners`), plus the `nvidia.com/gpu-driver-upgrade-enabled` annotation the driver
+  manager reads;
 * the driver upgrade (`gpu_operator.upgrade`): each managed node's step, with NVIDIA's state labels. As NVIDIA's
   BuildState, the managed nodes are those with a driver pod (owned by a driver DaemonSet, or by nobody), a node
   whose driver pod is not bound yet sits the round out, and no upgrade step is taken while a driver DaemonSet has
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
+from gpu_operator.agents.controller.driver_owners import owner_change
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
 from gpu_operator.remediation import NodePatch, blocks_upgrade
@@ -235,7 +237,8 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float,
 
 def _labelling(node: NodeFacts, settings: ControllerSettings, policy: UpgradePolicy,
               claims_held: bool) -> tuple[dict[str, str | None], dict[str, str | None]]:
-    labels = label_changes(node.labels, settings.labelling, gpu_claims_held=claims_held)
+    labels = {**label_changes(node.labels, settings.labelling, gpu_claims_held=claims_held),
+              **owner_change(node.labels, settings.driver_owners)}
     after_present = labels.get("nvidia.com/gpu.present", node.labels.get("nvidia.com/gpu.present"))
     wanted = settings.driver_enabled and policy.auto_upgrade and after_present == "true"
     annotations: dict[str, str | None] = {}

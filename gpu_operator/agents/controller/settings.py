@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_operator.agents.controller.driver_owners import OWNER_LABEL, DriverOwner, DriverOwners
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.facts.label_selector import LabelSelector, parse_selector
 from gpu_operator.labels import LabellingPolicy
@@ -59,6 +60,8 @@ class ControllerSettings:
     """The `remediation` section: what the remediation planner does about GPU faults."""
     driver_groups: tuple[DriverGroupSettings, ...] = ()
     """The drivers of their own, each upgraded within its own policy (`gpu_operator.upgrade.groups`)."""
+    driver_owners: DriverOwners = DriverOwners()
+    """Which GPU node runs which driver of its own (the owner label, `.driver_owners`)."""
 
     @property
     def driver_apps(self) -> frozenset[str]:
@@ -134,13 +137,29 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
 
     def group(index: int) -> DriverGroupSettings:
         at = f"driverGroups.{index}"
-        apps = f(f"{at}.daemonSets", list, [])
-        if not all(isinstance(app, str) and app for app in apps):
-            raise SettingsError(f"{at}.daemonSets must be a list of DaemonSet names, not {apps!r}")
-        return DriverGroupSettings(f(f"{at}.name", str, str(index)), tuple(apps), policy(f"{at}.upgradePolicy"))
+        return DriverGroupSettings(f(f"{at}.name", str, str(index)), names(f"{at}.daemonSets"),
+                                   policy(f"{at}.upgradePolicy"))
+
+    def names(path: str) -> tuple[str, ...]:
+        values = f(path, list, [])
+        if not all(isinstance(value, str) and value for value in values):
+            raise SettingsError(f"{path} must be a list of names, not {values!r}")
+        return tuple(values)
+
+    def owner(index: int) -> DriverOwner:
+        at = f"driverGroups.{index}"
+        selector = f(f"{at}.nodeSelector", dict, {})
+        if not all(isinstance(value, str) for value in selector.values()):
+            raise SettingsError(f"{at}.nodeSelector must map label keys to values, not {selector!r}")
+        return DriverOwner(f(f"{at}.name", str, str(index)), names(f"{at}.pools"), selector,
+                           f(f"{at}.default", bool, False))
 
     upgrade = policy("upgradePolicy")
-    groups = tuple(group(index) for index in range(len(f("driverGroups", list, []))))
+    count = len(f("driverGroups", list, []))
+    groups = tuple(group(index) for index in range(count))
+    owners = DriverOwners(tuple(owner(index) for index in range(count)), names("driver.pools"))
+    if f("driver.ownerLabel", str, OWNER_LABEL) != OWNER_LABEL:
+        raise SettingsError(f"driver.ownerLabel must be {OWNER_LABEL}, the label NVIDIA's operator routes by")
     def selector(path: str) -> LabelSelector:
         try:
             return parse_selector(f(path, str, ""))
@@ -159,5 +178,5 @@ def parse_settings(text: str, namespace: str) -> ControllerSettings:
         wait_pod_selector=selector("upgradePolicy.waitForCompletion.podSelector"),
         pod_deletion=options("podDeletion", LabelSelector("")),
         drain=options("drain", selector("upgradePolicy.drain.podSelector")),
-        resync_seconds=float(f("resyncSeconds", (int, float), 300)), driver_groups=groups,
+        resync_seconds=float(f("resyncSeconds", (int, float), 300)), driver_groups=groups, driver_owners=owners,
     )

@@ -30,6 +30,8 @@ def test_defaults_are_nvidias() -> None:
     ({"remediation": {"breaker": {"maxNodes": "ten"}}}, "remediation.breaker.maxNodes"),
     ({"remediation": {"rules": {"thermal": {"actions": ["reboot"]}}}}, "remediation.rules.thermal.actions"),
     ({"driverGroups": [{"name": "t4", "daemonSets": "ds"}]}, "driverGroups.0.daemonSets"),
+    ({"driverGroups": [{"name": "t4", "nodeSelector": {"team": 1}}]}, "driverGroups.0.nodeSelector"),
+    ({"driver": {"ownerLabel": "example.com/owner"}}, "driver.ownerLabel"),
     ({"driverGroups": [{"name": "t4", "daemonSets": ["ds"], "upgradePolicy": {"maxUnavailable": "most"}}]},
      "driverGroups.0.upgradePolicy.maxUnavailable"),
 ])
@@ -53,6 +55,9 @@ def test_the_rendered_driver_groups_are_read_with_their_own_policies() -> None:
     assert app.startswith("nvidia-gpu-driver-ubuntu22.04-") and settings.group_of(app) == "t4"
     assert settings.driver_apps == {"nvidia-driver-daemonset", app, *groups["training"].apps}
     assert settings.group_of("nvidia-driver-daemonset") == ""
+    owners = {owner.name: owner for owner in settings.driver_owners.drivers}
+    assert (owners["training"].pools, owners["t4"].pools, settings.driver_owners.cluster_pools) == (
+        ("h100",), ("t4",), ("a100",))
 
 
 def test_bad_settings_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
