@@ -3,7 +3,8 @@
 The render knows what the controller must: which operands have DaemonSets (so which deploy labels to write), the
 sandbox and MIG settings, the driver's `upgradePolicy` in the ClusterPolicy's own spelling, and the config
 document's `remediation` section (read into the planner's policy by `gpu_operator.remediation`; without the key,
-the policy's defaults: observe mode). A change of any of
+the policy's defaults: observe mode), and the drivers of their own under `driverGroups` (each one's DaemonSets,
+pools, node selector and `upgradePolicy`; the cluster driver's pools under `driver.pools`). A change of any of
 them changes the Deployment's template (a checksum annotation), so a new controller starts with the new settings.
 A document that does not parse is an error naming the key, never a controller running with half its settings.
 """
