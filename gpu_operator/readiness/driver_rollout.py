@@ -30,7 +30,9 @@ __all__ = [
     "wait_for_driver_rollout",
 ]
 
-DRIVER_APP = "nvidia-driver-daemonset"
+#: Every driver DaemonSet and its pods carry it: the cluster's, one per OS or kernel, and one per driver of
+#: a pool of its own (NVIDIA's NVIDIADriver DaemonSets, nvidia-gpu-driver-<os>-<hash>, carry it too).
+DRIVER_COMPONENT = ("app.kubernetes.io/component", "nvidia-driver")
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def kubeconfig_rollout_lister(kubeconfig: str | Mapping[str, Any], namespace: st
 
     document = yaml.safe_load(kubeconfig) if isinstance(kubeconfig, str) else dict(kubeconfig)
     client = Client(KubeConfig.from_dict(document).get(context_name=context), trust_env=trust_env)
-    selector = {"app": DRIVER_APP}
+    selector = dict([DRIVER_COMPONENT])
 
     def read() -> RolloutSnapshot:
         newest = newest_revisions(client.list(ControllerRevision, namespace=namespace))

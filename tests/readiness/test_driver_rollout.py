@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from gpu_operator.readiness import (
@@ -66,3 +69,39 @@ def test_a_read_that_fails_is_retried_until_it_succeeds() -> None:
         return answer
 
     assert wait_for_driver_rollout(read, 60, clock=lambda: 0.0, sleep=lambda _: None).finished
+
+
+def test_the_lister_reads_every_driver_daemonset_a_per_pool_one_included(tmp_path: Path) -> None:
+    """A pool with a driver of its own gets a DaemonSet of NVIDIA's NVIDIADriver naming
+    (nvidia-gpu-driver-<os>-<hash>, app label of its own): `pulumi up` waits for its nodes too."""
+    from gpu_operator.readiness import kubeconfig_rollout_lister
+    from tests.agents.kube.fake_apiserver import FakeApiServer
+
+    component = {"app.kubernetes.io/component": "nvidia-driver"}
+
+    def daemonset(name: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {
+            "name": name, "namespace": "gpu-operator", "generation": 2, "labels": {"app": name, **component}},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                "metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+            "status": {"observedGeneration": 2, "currentNumberScheduled": 1, "desiredNumberScheduled": 1,
+                       "numberMisscheduled": 0, "numberReady": 1}}
+
+    def pod(name: str, owner: str, node: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": "gpu-operator",
+            "labels": {"app": owner, "controller-revision-hash": "h1", **component},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": owner, "uid": "u"}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}
+
+    with FakeApiServer() as server:
+        for obj in (daemonset("nvidia-driver-daemonset"), daemonset("nvidia-gpu-driver-ubuntu22.04-5fbff69969"),
+                    pod("a", "nvidia-driver-daemonset", "n-a"), pod("b", "nvidia-gpu-driver-ubuntu22.04-5fbff69969",
+                                                                    "n-b"),
+                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n-a"}},
+                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n-b"}}):
+            server.add(obj)
+        snapshot = kubeconfig_rollout_lister(server.kubeconfig(tmp_path).read_text(), "gpu-operator",
+                                             trust_env=False)()
+    assert sorted(snapshot.daemonsets) == ["nvidia-driver-daemonset", "nvidia-gpu-driver-ubuntu22.04-5fbff69969"]
+    assert sorted(node for node, _, _ in snapshot.pods) == ["n-a", "n-b"]
