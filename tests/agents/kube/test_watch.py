@@ -110,7 +110,14 @@ def test_wait_for_times_out_on_time_with_the_last_state(client: KubeClient) -> N
 
 def test_wait_for_notices_deletion(server: FakeApiServer, client: KubeClient) -> None:
     server.add(pod("a"))
-    server.later(0.05, lambda: server.remove("pods", "a", NS))
+
+    def delete_once_watched() -> None:  # not before the first read: a loaded machine may be slow to make it
+        deadline = time.monotonic() + 5
+        while not watches(server) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        server.remove("pods", "a", NS)
+
+    threading.Thread(target=delete_once_watched, daemon=True).start()
     with pytest.raises(ObjectDeleted, match="Pod a was deleted"):
         wait_for(client, PODS, "a", NS, lambda p: False, timeout=5)
 
