@@ -38,6 +38,7 @@ from lightkube import KubeConfig
 from lightkube.config.models import Cluster, User
 
 from gpu_operator.agents.kube import KubeClient, RetryPolicy
+from tests.support.http_servers import QuietThreadingHTTPServer
 
 __all__ = ["FAST_RETRY", "FakeApiServer", "RecordedRequest", "ResourceType"]
 
@@ -326,7 +327,7 @@ class FakeApiServer:
         class Handler(_Handler):
             api = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-apiserver", daemon=True
