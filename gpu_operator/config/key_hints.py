@@ -18,22 +18,22 @@ from pydantic import BaseModel
 
 from gpu_operator.config.suggestions import nearest
 
-__all__ = ["section_keys", "section_model", "unknown_key_message"]
+__all__ = ["annotation_types", "section_keys", "section_model", "unknown_key_message"]
 
 
-def _models_in(annotation: Any) -> list[Any]:
+def annotation_types(annotation: Any) -> list[Any]:
     """The annotation with Annotated, Optional and unions unwrapped: the types a value may take."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _models_in(typing.get_args(annotation)[0])
+        return annotation_types(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
-        return [found for arg in typing.get_args(annotation) for found in _models_in(arg)]
+        return [found for arg in typing.get_args(annotation) for found in annotation_types(arg)]
     return [annotation]
 
 
 def _step(annotation: Any, part: str | int) -> Any | None:
     """The type one location step leads to: a model's field, a tuple's item, a map's value."""
-    for option in _models_in(annotation):
+    for option in annotation_types(annotation):
         origin, args = typing.get_origin(option), typing.get_args(option)
         if isinstance(option, type) and issubclass(option, BaseModel) and isinstance(part, str):
             for name, field in option.model_fields.items():
@@ -53,7 +53,7 @@ def section_model(root: type[BaseModel], location: Sequence[str | int]) -> type[
         current = _step(current, part)
         if current is None:
             return None
-    found = [option for option in _models_in(current) if isinstance(option, type) and issubclass(option, BaseModel)]
+    found = [option for option in annotation_types(current) if isinstance(option, type) and issubclass(option, BaseModel)]
     return found[0] if found else None
 
 

@@ -11,7 +11,6 @@ config that sets it writes it.
 from __future__ import annotations
 
 import json
-import types
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from gpu_operator import UPSTREAM_OPERATOR_VERSION
 from gpu_operator.config import GpuStackConfig
 from gpu_operator.config.importers.helm_keys import HELM_RULES
 from gpu_operator.config.importers.helm_rules import Copy
+from gpu_operator.config.key_hints import annotation_types
 
 __all__ = ["Key", "chart_values", "keys", "page"]
 
@@ -53,15 +53,6 @@ def chart_values() -> dict[str, str]:
     return {rule.target: key for key, rule in HELM_RULES.items() if isinstance(rule, Copy)}
 
 
-def _options(annotation: Any) -> list[Any]:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _options(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [found for arg in typing.get_args(annotation) for found in _options(arg)]
-    return [annotation]
-
-
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -69,7 +60,7 @@ def _is_model(annotation: Any) -> bool:
 def type_name(annotation: Any) -> str:
     """The annotation in the document's words: `string`, `list of string`, `map of integer`, `'a' or 'b'`."""
     names: list[str] = []
-    for option in _options(annotation):
+    for option in annotation_types(annotation):
         origin, args = typing.get_origin(option), typing.get_args(option)
         if origin is typing.Literal:
             names += [json.dumps(arg) for arg in args]
@@ -96,14 +87,14 @@ def _default(field: FieldInfo) -> str:
 def _description(field: FieldInfo, annotation: Any) -> str:
     if field.description:
         return field.description
-    models = [option for option in _options(annotation) if _is_model(option)]
+    models = [option for option in annotation_types(annotation) if _is_model(option)]
     doc = models[0].__doc__ if models else None
     return doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
 
 
 def _children(annotation: Any, path: str) -> Iterator[tuple[type[BaseModel], str]]:
     """The models below a field, with the path their keys are written under."""
-    for option in _options(annotation):
+    for option in annotation_types(annotation):
         origin, args = typing.get_origin(option), typing.get_args(option)
         if _is_model(option):
             yield option, path
