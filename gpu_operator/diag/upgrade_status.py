@@ -10,14 +10,17 @@ failed ones with their reason, and an estimate of the time left (gpu_operator.up
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from gpu_operator.agents.controller.settings import ControllerSettings, SettingsError, parse_settings
 from gpu_operator.diag.snapshot import Obj, labels, name, parse_time
+from gpu_operator.readiness.driver_rollout import DRIVER_COMPONENT
+from gpu_operator.render.operands.operator_controller import SETTINGS_CONFIG_MAP, SETTINGS_FILE, STATUS_CONFIG_MAP
+from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION, STATE_LABEL
 from gpu_operator.upgrade.progress import NodeProgress, RolloutProgress, Transition, progress
 from gpu_operator.upgrade.revisions import REVISION_LABEL, newest_revisions
@@ -31,12 +34,9 @@ __all__ = [
     "upgrade_progress",
 ]
 
-DRIVER_COMPONENT = ("app.kubernetes.io/component", "nvidia-driver")
 EVENT_REASON = "GPUDriverUpgrade"
 EVENT_NAMESPACE = "default"  # where the controller records its Node events
 POOL_LABEL = "kubernetes.azure.com/agentpool"
-SETTINGS_CONFIG_MAP, SETTINGS_FILE = "gpu-operator-controller", "controller.json"
-STATUS_CONFIG_MAP = "gpu-operator-status"
 _STATE_PREFIX = "state label to "
 
 
@@ -80,15 +80,26 @@ def _data(config_map: Obj | None, key: str, parse: Any) -> Any:
         return None
 
 
-def _max_parallel(settings: Obj | None) -> int:
-    document = _data(settings, SETTINGS_FILE, json.loads) or {}
-    value = (document.get("upgradePolicy") or {}).get("maxParallelUpgrades", 1)
-    return value if isinstance(value, int) else 1
+def _settings(snapshot: UpgradeSnapshot, namespace: str) -> ControllerSettings | None:
+    """The controller's settings as the controller itself reads them (None without a readable ConfigMap)."""
+    text = ((snapshot.settings or {}).get("data") or {}).get(SETTINGS_FILE)
+    try:
+        return parse_settings(text, namespace) if text else None
+    except SettingsError:
+        return None
+
+
+def _limits(settings: ControllerSettings | None) -> dict[str, int]:
+    """Each driver group's maxParallelUpgrades (the controller's default, 1, without settings)."""
+    if settings is None:
+        return {CLUSTER_GROUP: 1}
+    return {group: policy.max_parallel_upgrades for group, policy in settings.policies.items()}
 
 
 def upgrade_progress(snapshot: UpgradeSnapshot) -> RolloutProgress:
     """The report of a snapshot (pure)."""
     rollout = _data(snapshot.status, "rollout", yaml.safe_load) or {}
+    settings = _settings(snapshot, (snapshot.settings or {}).get("metadata", {}).get("namespace", ""))
     stages = [stage for stage in rollout.get("stages") or () if isinstance(stage, Mapping)]
     stage_of = {node: str(stage.get("name", "")) for stage in stages for node in stage.get("nodes") or ()}
     pods = {pod["spec"].get("nodeName"): pod for pod in snapshot.driver_pods
@@ -101,15 +112,16 @@ def upgrade_progress(snapshot: UpgradeSnapshot) -> RolloutProgress:
             continue
         current = pod is not None and labels(pod).get(REVISION_LABEL) == snapshot.newest.get(_owner(pod))
         reason = (node["metadata"].get("annotations") or {}).get(FAILURE_ANNOTATION, "")
+        group = settings.group_of(labels(pod).get("app", "")) if settings and pod is not None else CLUSTER_GROUP
         nodes.append(NodeProgress(node_name, labels(node).get(POOL_LABEL, ""), stage_of.get(node_name, ""), state,
-                                  current, reason))
+                                  current, reason, group))
     active = str(rollout.get("active") or "")
     names = [str(stage.get("name", "")) for stage in stages]
     ahead = names[names.index(active) + 1:-1] if active in names else []
     soaks = sum(float(stage.get("soakSeconds") or 0) for stage in stages if stage.get("name") in ahead)
     return progress(sorted(nodes, key=lambda n: (names.index(n.stage) if n.stage in names else len(names), n.pool,
                                                  n.name)),
-                    _transitions(snapshot.events), _max_parallel(snapshot.settings), soaks,
+                    _transitions(snapshot.events), _limits(settings), soaks,
                     str(rollout.get("waitingOn") or ""), str(rollout.get("halted") or ""), stages)
 
 

@@ -8,7 +8,8 @@ on, a halt's reason, and an estimate of the time left.
 
 The estimate is the observed per-node time (the median, over the nodes whose last upgrade finished, of the time
 from their admission to `upgrade-done`, read from the Events) times the rounds the remaining nodes still need at
-`maxParallelUpgrades` at once, plus the soaks still ahead. With no node finished yet there is no estimate.
+`maxParallelUpgrades` at once (each driver group within its own limit, the groups side by side: the slowest
+group sets the time), plus the soaks still ahead. With no node finished yet there is no estimate.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_operator.upgrade.groups import CLUSTER_GROUP
 from gpu_operator.upgrade.observation import State
+from gpu_operator.upgrade.stages import SETTLED_STATES
 
 __all__ = [
     "ADMISSION_STATES",
@@ -34,13 +37,13 @@ __all__ = [
 
 #: The states a node enters when the upgrade admits it (cordon-required, or pod-restart-required for a restart).
 ADMISSION_STATES = frozenset({State.CORDON.value, State.POD_RESTART.value})
-_SETTLED = ("", State.DONE.value)
 
 
 @dataclass(frozen=True)
 class NodeProgress:
     """A GPU node with a driver pod: its pool, its stage ("" without stages), upgrade state label value, whether
-    its driver pod runs its DaemonSet's newest revision, and the failure reason when it failed."""
+    its driver pod runs its DaemonSet's newest revision, the failure reason when it failed, and the driver group
+    whose upgrade policy it is upgraded under."""
 
     name: str
     pool: str
@@ -48,10 +51,11 @@ class NodeProgress:
     state: str
     current: bool
     reason: str = ""
+    group: str = CLUSTER_GROUP
 
     @property
     def settled(self) -> bool:
-        return self.current and self.state in _SETTLED
+        return self.current and self.state in SETTLED_STATES
 
 
 @dataclass(frozen=True)
@@ -115,16 +119,24 @@ def per_node_seconds(transitions: Iterable[Transition]) -> float | None:
 
 
 def _state(node: NodeProgress) -> str:
-    if node.state in _SETTLED and not node.current:
+    if node.state in SETTLED_STATES and not node.current:
         return "outdated"
     return node.state or State.DONE.value
 
 
-def progress(nodes: Sequence[NodeProgress], transitions: Iterable[Transition], max_parallel: int,
+def _rounds(nodes: Sequence[NodeProgress], max_parallel: Mapping[str, int]) -> int:
+    """The upgrade rounds the slowest driver group still needs (a group without a limit: one round)."""
+    remaining = Counter(node.group for node in nodes if not node.settled and node.state != State.FAILED.value)
+    limits = {group: max_parallel.get(group, max_parallel.get(CLUSTER_GROUP, 1)) for group in remaining}
+    return max((math.ceil(count / limits[group]) if limits[group] else 1 for group, count in remaining.items()),
+               default=0)
+
+
+def progress(nodes: Sequence[NodeProgress], transitions: Iterable[Transition], max_parallel: Mapping[str, int],
              soaks_ahead: float = 0.0, waiting_on: str = "", halted: str = "",
              stages: Sequence[Mapping[str, Any]] = ()) -> RolloutProgress:
-    """The report. `max_parallel`: the upgrade's maxParallelUpgrades (0: no limit); `soaks_ahead`: the seconds
-    of soak the stages still ahead will wait."""
+    """The report. `max_parallel`: each driver group's maxParallelUpgrades (0: no limit; a group not named takes
+    the cluster driver's); `soaks_ahead`: the seconds of soak the stages still ahead will wait."""
     groups: dict[tuple[str, str], list[NodeProgress]] = {}
     for node in nodes:
         groups.setdefault((node.stage, node.pool), []).append(node)
@@ -134,10 +146,7 @@ def progress(nodes: Sequence[NodeProgress], transitions: Iterable[Transition], m
                   for (stage, pool), members in groups.items())
     failed = {name: reason for pool in pools for name, reason in pool.failed.items()}
     per_node = per_node_seconds(transitions)
-    remaining = sum(not node.settled and node.state != State.FAILED.value for node in nodes)
-    left = None
-    if per_node is not None:
-        rounds = math.ceil(remaining / max_parallel) if max_parallel else min(remaining, 1)
-        left = rounds * per_node + (soaks_ahead if remaining else 0.0)
+    rounds = _rounds(nodes, max_parallel)
+    left = None if per_node is None else rounds * per_node + (soaks_ahead if rounds else 0.0)
     return RolloutProgress(pools, len(nodes), sum(node.settled for node in nodes), failed, per_node, left,
                            waiting_on, halted, tuple(stages))

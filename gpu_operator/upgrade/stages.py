@@ -32,6 +32,7 @@ from gpu_operator.upgrade.observation import NodeObservation, State
 
 __all__ = [
     "REST",
+    "SETTLED_STATES",
     "RolloutMemory",
     "RolloutPolicy",
     "RolloutStage",
@@ -45,7 +46,8 @@ __all__ = [
 
 #: The pool pattern for every pool no earlier stage names, and the name of the implicit last stage.
 REST = "*"
-_SETTLED_STATES = ("", State.DONE.value)
+#: The upgrade states of a node with nothing left to do (never labelled, or done).
+SETTLED_STATES = ("", State.DONE.value)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class StagedNode:
 
     @property
     def settled(self) -> bool:
-        return self.current and self.state in _SETTLED_STATES
+        return self.current and self.state in SETTLED_STATES
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ def _report(stage: RolloutStage, nodes: Sequence[StagedNode], phase: str,
             soak_until: float | None = None) -> StageReport:
     return StageReport(stage.name, tuple(n.name for n in nodes), sum(n.settled for n in nodes),
                        tuple(n.name for n in nodes if n.state == State.FAILED.value),
-                       sum(n.state not in (*_SETTLED_STATES, State.REQUIRED.value, State.FAILED.value)
+                       sum(n.state not in (*SETTLED_STATES, State.REQUIRED.value, State.FAILED.value)
                            for n in nodes), phase, soak_until, stage.soak_seconds)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.progress import NodeProgress, Transition, per_node_seconds, progress
 
 
@@ -33,7 +34,7 @@ def test_the_report_counts_per_stage_and_pool_and_estimates_from_the_parallelism
              NodeProgress("t-2", "train", "rest", "upgrade-required", False),
              NodeProgress("t-3", "train", "rest", "", False),
              NodeProgress("i-0", "infer", "rest", "upgrade-failed", True, "the validator was not Ready within 600 s")]
-    report = progress(nodes, _walk("c-0", 0, 120), max_parallel=2, soaks_ahead=0.0)
+    report = progress(nodes, _walk("c-0", 0, 120), max_parallel={CLUSTER_GROUP: 2}, soaks_ahead=0.0)
     assert (report.nodes, report.settled) == (6, 1)
     assert report.failed == {"i-0": "the validator was not Ready within 600 s"}
     rest = {(p.stage, p.pool): p for p in report.pools}[("rest", "train")]
@@ -49,11 +50,23 @@ def test_the_report_counts_per_stage_and_pool_and_estimates_from_the_parallelism
 def test_no_limit_is_one_round_and_the_soaks_ahead_add(parallel: int, soaks: float, left: float) -> None:
     nodes = [NodeProgress(f"n-{i}", "p", "", "upgrade-required", False) for i in range(3)]
     report = progress([*nodes, NodeProgress("done", "p", "", "upgrade-done", True)], _walk("done", 0, 60),
-                      parallel, soaks)
+                      {CLUSTER_GROUP: parallel}, soaks)
     assert report.seconds_left == left
+
+
+def test_each_driver_group_goes_within_its_own_limit_and_the_slowest_sets_the_time() -> None:
+    """Driver groups upgrade side by side (gpu_operator.upgrade.groups): 4 cluster-driver nodes at 2 at once are
+    2 rounds, 3 nodes of the t4 group at 1 at once are 3; a group the settings do not name takes the cluster's."""
+    nodes = [*(NodeProgress(f"c-{i}", "a100", "", "upgrade-required", False) for i in range(4)),
+             *(NodeProgress(f"t-{i}", "t4", "", "upgrade-required", False, group="t4") for i in range(3)),
+             NodeProgress("done", "a100", "", "upgrade-done", True)]
+    walk = _walk("done", 0, 60)
+    assert progress(nodes, walk, {CLUSTER_GROUP: 2, "t4": 1}).seconds_left == 3 * 60
+    assert progress(nodes, walk, {CLUSTER_GROUP: 2, "t4": 0}).seconds_left == 2 * 60
+    assert progress(nodes, walk, {CLUSTER_GROUP: 4}).seconds_left == 1 * 60
 
 
 def test_a_finished_rollout_has_nothing_left() -> None:
     report = progress([NodeProgress("a", "p", "", "upgrade-done", True), NodeProgress("b", "p", "", "", True)],
-                      _walk("a", 0, 60), 1, 900.0)
+                      _walk("a", 0, 60), {CLUSTER_GROUP: 1}, 900.0)
     assert report.finished and report.seconds_left == 0
