@@ -41,6 +41,7 @@ from gpu_operator.config import parse_config
 from gpu_operator.render import render
 from tests.e2e.agents import AGENT, service_account_token
 from tests.e2e.apply import KindTable, server_side_apply
+from tests.e2e.background import BackgroundLoop
 from tests.e2e.control_plane import KWOK_ANNOTATION, ControlPlane, running_control_plane, stop_process_group
 from tests.e2e.controller_fleet import gpu_pod, log_tail, start_controller
 from tests.e2e.nodes import FLEET_CONFIG
@@ -185,12 +186,12 @@ def cluster(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             cluster.stop_all()
 
 
-class Timeline(threading.Thread):
+class Timeline(BackgroundLoop):
     """A node's remediation states and schedulability as sampled (0.1 s), with when each was first seen."""
 
     def __init__(self, cluster: Cluster, node: str) -> None:
-        super().__init__(daemon=True)
-        self.cluster, self.name, self.stop = cluster, node, threading.Event()
+        super().__init__()
+        self.cluster, self.name = cluster, node
         self.states: list[tuple[float, str]] = []
         self.cordoned_at: float | None = None
         self.boot_ids: list[str] = []
@@ -213,13 +214,6 @@ class Timeline(threading.Thread):
     def sequence(self) -> list[str]:
         return [state for _, state in self.states]
 
-    def __enter__(self) -> Timeline:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.join(timeout=5)
 
 
 def _inject(faults: Path, line: str) -> float:
@@ -390,13 +384,13 @@ def test_a_node_in_a_driver_upgrade_is_not_remediated(cluster: Cluster) -> None:
 # --- the node side played by the test --------------------------------------------------------------------------
 
 
-class NodeSide(threading.Thread):
+class NodeSide(BackgroundLoop):
     """What the health monitors of nodes without an agent process would do: `fault` writes a fault condition;
     running, it answers a reboot request with a new bootID and the condition cleared (a simulated reboot)."""
 
     def __init__(self, cluster: Cluster, nodes: list[str]) -> None:
-        super().__init__(daemon=True)
-        self.cluster, self.nodes, self.stop = cluster, set(nodes), threading.Event()
+        super().__init__()
+        self.cluster, self.nodes = cluster, set(nodes)
         self.answered: set[str] = set()
         self.reboots: dict[str, int] = {}
 
@@ -425,13 +419,6 @@ class NodeSide(threading.Thread):
                     self._status(node.metadata.name, {"nodeInfo": {"bootID": str(uuid.uuid4())},
                                                       "conditions": [cleared]})
 
-    def __enter__(self) -> NodeSide:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.join(timeout=5)
 
 
 def test_a_pool_breaker_of_2_defers_the_third_node_and_uncordons_go_on(cluster: Cluster) -> None:
