@@ -5,15 +5,19 @@ ready, -2 an operator error) and the upgrade census `gpu_operator_auto_upgrade_e
 `gpu_operator_nodes_upgrades_{in_progress,done,failed,available,pending}`; dashboards and alerts written for it
 keep working. Ours adds the reconcile duration, the API writes, the actions that failed and the leader flag, and
 the GPU fault remediation's (`gpu_operator_remediation_*`: nodes quarantined by pool and fault class, nodes by
-state, actions by result, detection-to-cordon latency, breakers holding).
+state, actions by result, detection-to-cordon latency, breakers holding) and the staged driver rollout's
+(`gpu_operator_driver_rollout_*`: per stage, nodes by state and the phase; the halt; the soak time left; see
+:mod:`~gpu_operator.agents.controller.rollout_metrics`).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from gpu_operator.agents.controller.rollout_metrics import RolloutCollector
 from gpu_operator.agents.controller.status import Census
 from gpu_operator.remediation import RemediationPlan
+from gpu_operator.upgrade.stages import StageDecision
 
 __all__ = ["ControllerMetrics", "SUCCESS", "NOT_READY", "OPERATOR_ERROR"]
 
@@ -65,6 +69,8 @@ class ControllerMetrics:
                                      ["pool"], registry=r)
         self.breaker_deferred = Gauge("gpu_operator_remediation_breaker_deferred_nodes",
                                       "Nodes a holding breaker defers now", ["pool"], registry=r)
+        self.rollout = RolloutCollector()
+        r.register(self.rollout)
 
     def record(self, summary: Census, auto_upgrade: bool, now: float) -> None:
         self.gpu_nodes.set(summary.gpu_nodes)
@@ -97,3 +103,7 @@ class ControllerMetrics:
         for breaker in plan.metrics.breakers:
             self.breaker_holding.labels(breaker.pool).set(1 if breaker.holding else 0)
             self.breaker_deferred.labels(breaker.pool).set(breaker.deferred)
+
+    def record_rollout(self, decision: StageDecision | None, now: float) -> None:
+        """The staged driver rollout as the gate decided this round; None (no rollout configured) clears it."""
+        self.rollout.record(decision, now)
