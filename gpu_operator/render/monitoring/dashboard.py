@@ -2,10 +2,12 @@
 
 Rows go from the fleet to one pod: fleet overview, nodes, GPUs, namespaces and pods (allocated against used),
 memory, power, temperature, XID errors, MIG instances, the node-status signals (with our node status exporter also
-the MIG and driver upgrade states), GPU fault remediation (with the operator controller: nodes quarantined by pool and
-class, states, actions by result, detection-to-cordon latency, breakers), and the RDMA devices of InfiniBand nodes. Every query reads
-`${datasource}`, a Prometheus datasource variable, so the dashboard works on any Grafana; `$node` narrows the
-per-GPU rows. As with the alerts, a panel whose metrics the configured exporters do not emit is left out.
+the MIG and driver upgrade states), GPU fault remediation (with the operator controller: nodes quarantined by pool
+and class, states, actions by result, detection-to-cordon latency, breakers), the staged driver rollout (with
+`operator.driver.rollout`: whether it is halted, each soaking stage's time left, each stage's phase and its nodes
+by state), and the RDMA devices of InfiniBand nodes. Every query reads `${datasource}`, a Prometheus datasource
+variable, so the dashboard works on any Grafana; `$node` narrows the per-GPU rows. As with the alerts, a panel
+whose metrics the configured exporters do not emit is left out.
 The ConfigMap carries `grafana_dashboard: "1"`, the label Grafana's dashboard sidecar (kube-prometheus-stack's
 default) watches for.
 """
@@ -49,7 +51,8 @@ _NODE = 'hostname=~"$node"'
 
 @dataclass(frozen=True)
 class Panel:
-    """One panel: its row, kind (`stat`, `timeseries`, `state`), unit, width and (query, legend) pairs."""
+    """One panel: its row, kind (`stat`, `timeseries`, `state`), unit, width, (query, legend) pairs and the words
+    (and colours) shown for some values."""
 
     row: str
     title: str
@@ -57,6 +60,7 @@ class Panel:
     unit: str
     queries: tuple[tuple[str, str], ...]
     width: int = 12
+    value_words: tuple[tuple[int, str, str], ...] = ()
 
 
 PANELS: tuple[Panel, ...] = (
@@ -144,6 +148,15 @@ PANELS: tuple[Panel, ...] = (
             "(rate(gpu_operator_remediation_detection_to_cordon_seconds_bucket[15m])))", "p99"),)),
     Panel("Remediation", "Breakers holding", "state", "short",
           (("gpu_operator_remediation_breaker_holding", "{{pool}}"),), 24),
+    # From the operator controller, with a staged driver rollout: the gate's view, per stage.
+    Panel("Driver rollout", "Rollout", "stat", "short", (("max(gpu_operator_driver_rollout_halted)", "rollout"),), 6,
+          ((0, "running", "green"), (1, "halted", "red"))),
+    Panel("Driver rollout", "Soak time left by stage", "stat", "s",
+          (("max by (stage) (gpu_operator_driver_rollout_soak_remaining_seconds)", "{{stage}}"),), 6),
+    Panel("Driver rollout", "Phase by stage", "state", "short",
+          (("max by (stage, phase) (gpu_operator_driver_rollout_stage_phase) == 1", "{{stage}} {{phase}}"),)),
+    Panel("Driver rollout", "Nodes by state per stage", "timeseries", "short",
+          (("max by (stage, state) (gpu_operator_driver_rollout_stage_nodes)", "{{stage}} {{state}}"),), 24),
     Panel("RDMA", "RDMA devices advertised on InfiniBand nodes", "timeseries", "short",
           (("gpu_operator_node_rdma_devices_total and on(node) gpu_operator_node_infiniband_present == 1",
             "{{node}}"),), 24),
@@ -172,6 +185,10 @@ def _panel(panel: Panel, panel_id: int) -> Any:
         .height(_HEIGHT)
         .span(panel.width)
     )
+    if panel.value_words:
+        built = built.mappings([model.ValueMap({
+            str(value): model.ValueMappingResult(text=text, color=color, index=index)
+            for index, (value, text, color) in enumerate(panel.value_words)})])
     for index, (query, legend) in enumerate(panel.queries):
         built = built.with_target(
             prometheus.Dataquery().expr(query).legend_format(legend).ref_id(chr(ord("A") + index))

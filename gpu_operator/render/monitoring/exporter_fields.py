@@ -4,8 +4,8 @@ The metrics exporter emits the fields of its collectors CSV (`configs.dcgmExport
 selection that dcgm-exporter's `default-counters.csv` and this package's exporter share); `label`-type fields
 become labels, not series. The node status exporter emits its `gpu_operator_node_*` gauges when enabled (ours adds
 the gauges it reads from the Node: device plugin enabled, InfiniBand and RDMA, upgrade and MIG states), the
-operator controller its remediation metrics when it runs (scraped through its ServiceMonitor), and Prometheus
-itself adds `up` for every target.
+operator controller its remediation metrics when it runs (scraped through its ServiceMonitor) and, with
+`operator.driver.rollout`, the staged rollout's, and Prometheus itself adds `up` for every target.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.config.document import GpuStackConfig
 
 __all__ = ["CONTROLLER_METRICS", "NODE_STATUS_AGENT_METRICS", "NODE_STATUS_METRICS", "PROMETHEUS_METRICS",
-           "default_counters_csv", "emitted_metrics"]
+           "ROLLOUT_METRICS", "default_counters_csv", "emitted_metrics"]
 
 #: The node status exporter's gauges (NVIDIA's names, which ours keeps).
 NODE_STATUS_METRICS = frozenset(
@@ -58,6 +58,17 @@ CONTROLLER_METRICS = frozenset(
     }
 )
 
+#: The operator controller's staged driver rollout metrics (agents/controller/rollout_metrics.py), present only
+#: while a rollout is configured.
+ROLLOUT_METRICS = frozenset(
+    {
+        "gpu_operator_driver_rollout_stage_nodes",
+        "gpu_operator_driver_rollout_stage_phase",
+        "gpu_operator_driver_rollout_halted",
+        "gpu_operator_driver_rollout_soak_remaining_seconds",
+    }
+)
+
 #: Series Prometheus writes for each scrape target.
 PROMETHEUS_METRICS = frozenset({"up"})
 
@@ -81,4 +92,6 @@ def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
             fields |= NODE_STATUS_AGENT_METRICS
     if config.controller_enabled:
         fields |= CONTROLLER_METRICS
+        if getattr(config.operator.driver, "rollout", None) is not None:
+            fields |= ROLLOUT_METRICS
     return frozenset(fields | PROMETHEUS_METRICS)

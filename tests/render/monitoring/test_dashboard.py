@@ -9,16 +9,22 @@ import pytest
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from gpu_operator.agents.controller.rollout_metrics import ROLLOUT_METRIC_NAMES
 from gpu_operator.agents.metrics_exporter.fields import FIELD_SOURCES
 from gpu_operator.config import parse_config
 from gpu_operator.config.dcgm_metrics import parse_metrics_csv
 from gpu_operator.render.monitoring import dashboard_json, monitoring_objects, render_dashboard_configmap
-from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_METRICS
+from gpu_operator.render.monitoring.exporter_fields import NODE_STATUS_METRICS, ROLLOUT_METRICS
 from gpu_operator.render.monitoring.promql import metric_names
+from tests.support.agents import with_agents
 from tests.support.reference import reference_file
 from tests.support.schemas import validate_objects
 
 FULL = {"operator": {"nodeStatusExporter": {"enabled": True}}}
+ROLLOUT = {"stages": [{"name": "canary", "pools": ["gpu-canary"], "soakSeconds": 3600},
+                      {"name": "rest", "pools": ["*"]}]}
+#: A staged driver rollout, run by the operator controller (which needs the agents image).
+STAGED = with_agents({"operator": {"nodeStatusExporter": {"enabled": True}, "driver": {"rollout": ROLLOUT}}})
 
 
 def _dashboard(document: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -43,8 +49,9 @@ def test_the_json_round_trips_through_the_sdks_model() -> None:
     assert json.dumps(model, cls=JSONEncoder, sort_keys=True, indent=2) + "\n" == text
 
 
-def test_panel_ids_are_unique_and_panels_do_not_overlap() -> None:
-    panels = _panels(_dashboard())
+@pytest.mark.parametrize("staged", [False, True])
+def test_panel_ids_are_unique_and_panels_do_not_overlap(staged: bool) -> None:
+    panels = _panels(_dashboard(STAGED if staged else None))
     ids = [panel["id"] for panel in panels]
     assert len(ids) == len(set(ids)) and len(ids) > 20
     cells = set()
@@ -122,8 +129,6 @@ def test_which_monitoring_objects_a_config_gets(document: dict[str, Any], kinds:
 
 
 def test_our_node_status_exporter_adds_the_state_and_rdma_panels() -> None:
-    from tests.support.agents import with_agents
-
     ours = {panel["title"] for panel in _panels(_dashboard(with_agents(FULL)))}
     nvidias = {panel["title"] for panel in _panels(_dashboard())}
     added = {"MIG reconfiguration state", "Driver upgrade state", "RDMA devices advertised on InfiniBand nodes"}
@@ -133,3 +138,40 @@ def test_our_node_status_exporter_adds_the_state_and_rdma_panels() -> None:
     ids = [panel["id"] for panel in _panels(board)]
     assert len(ids) == len(set(ids))
     Dashboard.from_json(json.loads(json.dumps(board)))
+
+
+def _row(board: dict[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels under the row called `title` (rows are flat in the JSON: a row's panels follow it)."""
+    found: list[dict[str, Any]] = []
+    inside = False
+    for panel in board["panels"]:
+        if panel["type"] == "row":
+            inside = panel["title"] == title
+        elif inside:
+            found.append(panel)
+    return found
+
+
+def test_a_staged_rollout_gets_its_per_stage_row_from_the_controllers_metrics() -> None:
+    board = _dashboard(STAGED)
+    panels = {panel["title"]: panel for panel in _row(board, "Driver rollout")}
+    assert list(panels) == ["Rollout", "Soak time left by stage", "Phase by stage", "Nodes by state per stage"]
+    queries = {title: [t["expr"] for t in panel["targets"]] for title, panel in panels.items()}
+    read = frozenset().union(*(metric_names(q) for qs in queries.values() for q in qs))
+    assert read == ROLLOUT_METRICS == ROLLOUT_METRIC_NAMES  # the render's copy of the names is the controller's
+    legends = {title: [t["legendFormat"] for t in panel["targets"]] for title, panel in panels.items()}
+    assert legends["Nodes by state per stage"] == ["{{stage}} {{state}}"]
+    assert legends["Phase by stage"] == ["{{stage}} {{phase}}"]
+    assert legends["Soak time left by stage"] == ["{{stage}}"]
+    assert panels["Phase by stage"]["type"] == "state-timeline"
+    assert panels["Soak time left by stage"]["fieldConfig"]["defaults"]["unit"] == "s"
+    [words] = panels["Rollout"]["fieldConfig"]["defaults"]["mappings"]
+    assert {value: result["text"] for value, result in words["options"].items()} == {"0": "running", "1": "halted"}
+    Dashboard.from_json(json.loads(json.dumps(board)))
+
+
+def test_a_controller_without_a_staged_rollout_gets_no_rollout_row() -> None:
+    board = _dashboard(with_agents(FULL))
+    assert "Remediation" in {panel["title"] for panel in _panels(board)}  # the controller's other rows are there
+    assert "Driver rollout" not in {panel["title"] for panel in _panels(board)}
+    assert not any(metric_names(query) & ROLLOUT_METRICS for query in _queries(board))
