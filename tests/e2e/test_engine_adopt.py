@@ -14,21 +14,17 @@ refresh afterwards change nothing.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from lightkube import Client
 from lightkube.resources.apps_v1 import DaemonSet
-from lightkube.resources.core_v1 import Pod
 
 from gpu_operator.config import parse_config
-from gpu_operator.render.nfd import nfd_chart
 from gpu_operator.render.stack import stack_objects
-from tests.e2e.apply import KindTable
+from tests.e2e.adoption import adopt, create_as, helm_install_nfd, pod_uids
 from tests.e2e.control_plane import ControlPlane
 from tests.e2e.engine import Engine
 from tests.e2e.report import note
@@ -39,49 +35,14 @@ from tests.support.reference import REPO_ROOT
 pytestmark = pytest.mark.e2e
 
 STACK = "adopt"
-#: Pulumi's helm.v4.Chart names the release after its resource: the stack's NFD chart is `<operator>-node-feature-
-#: discovery-chart`, and the Helm install being adopted has the same release name (so the same object names).
-NFD_RELEASE = "gpu-node-feature-discovery-chart"
-
-
-def _helm_install_nfd(plane: ControlPlane, e2e_tools: Any, document: dict[str, Any], workdir: Any) -> None:
-    chart = nfd_chart(parse_config(document))
-    assert chart is not None
-    values = workdir / "nfd-values.yaml"
-    values.write_text(yaml.safe_dump(chart.values))
-    result = subprocess.run(
-        [str(e2e_tools.path("helm")), "install", NFD_RELEASE, chart.source.reference, "--namespace", chart.namespace,
-         "--create-namespace", "--values", str(values), "--kubeconfig", str(plane.admin_kubeconfig), "--wait=false"],
-        capture_output=True, text=True, timeout=300, env={"HOME": str(workdir), "PATH": "/usr/bin:/bin"},
-    )
-    assert result.returncode == 0, f"helm install failed:\n{result.stdout}\n{result.stderr}"
-
-
-def _create_as_helm(client: Client, objects: list[dict[str, Any]]) -> None:
-    """Each object created (POST, not apply) by the field manager `helm`, as Helm 3 creates a release's objects."""
-    kinds = KindTable()
-    kinds.learn(objects)
-    for obj in objects:
-        if obj["kind"] == "Namespace":
-            continue  # helm install --create-namespace made it
-        client.create(kinds.resource(obj)(obj), namespace=obj["metadata"].get("namespace"), field_manager="helm")
-
-
-def _daemonsets(client: Client, namespace: str) -> dict[str, int]:
-    return {ds.metadata.name: ds.metadata.generation for ds in client.list(DaemonSet, namespace=namespace)}
-
-
-def _pods(client: Client, namespace: str) -> dict[str, str]:
-    return {pod.metadata.name: pod.metadata.uid for pod in client.list(Pod, namespace=namespace)}
 
 
 @pytest.fixture(scope="module")
 def adopted_cluster(plane: ControlPlane, cluster: Client, e2e_tools: Any,  # noqa: F811
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    assert (e2e_tools.bin_dir / "helm").is_file(), "helm is not built: run `make e2e-tools`"
     document = base_document()
-    _helm_install_nfd(plane, e2e_tools, document, tmp_path_factory.mktemp("helm"))
-    _create_as_helm(cluster, stack_objects(parse_config(document)))
+    helm_install_nfd(plane, e2e_tools, document, tmp_path_factory.mktemp("helm"))
+    create_as(cluster, stack_objects(parse_config(document)), "helm")
     yield cluster
 
 
@@ -112,27 +73,17 @@ def test_up_adopts_a_helm_install_without_conflict_or_restart(
 ) -> None:
     document = base_document()
     namespace = document["namespace"]
-    wait_until(lambda: len(_pods(adopted_cluster, namespace)) > 0, timeout=60,
+    wait_until(lambda: len(pod_uids(adopted_cluster, namespace)) > 0, timeout=60,
                what="the DaemonSet controller to start the operands' pods")
-    generations, pods = _daemonsets(adopted_cluster, namespace), _pods(adopted_cluster, namespace)
     project = engine.project("gpu-operator", _adopter(adopter, tmp_path))
     stack = engine.stack(project, f"{STACK}-{adopter}", {
         "gpu-operator:kubeconfig": plane.admin_kubeconfig.read_text(),
         "gpu-operator:config": document,
         "gpu-operator:adoptExistingObjects": True,
     })
-    up = stack.up()
-    assert not up.errors, up.errors
-    moved = {name: (generation, _daemonsets(adopted_cluster, namespace).get(name))
-             for name, generation in generations.items() if _daemonsets(adopted_cluster, namespace).get(name) != generation}
-    assert not moved, f"adopting changed these DaemonSets' pod templates (generation before, after): {moved}"
-    restarted = sorted(name for name, uid in pods.items() if _pods(adopted_cluster, namespace).get(name) != uid)
-    assert not restarted, f"pods restarted by the adoption: {restarted}"
-    stack.preview(expect_no_changes=True)
-    refresh = stack.refresh(expect_no_changes=True)
-    assert not refresh.changed, [f"{step.op} {step.urn} {step.diffs}" for step in refresh.changed]
-    note(f"engine: {adopter} adopted a Helm install ({len(generations)} DaemonSets, {len(pods)} pods) in "
-         f"{up.seconds:.1f} s: no conflict, no generation moved, no pod restarted")
+    adoption = adopt(stack, adopted_cluster, namespace)
+    note(f"engine: {adopter} adopted a Helm install ({len(adoption.generations)} DaemonSets, "
+         f"{len(adoption.pods)} pods) in {adoption.up.seconds:.1f} s: no conflict, no generation moved, no pod restarted")
     # forget the adopted objects (they stay for the next test, as after a `pulumi stack rm` of a trial stack)
     stack.cli("state", "delete", "--all", "--yes", "--force", check=False)
 
@@ -153,7 +104,7 @@ def test_waiting_for_daemonsets_never_waits_on_the_driver(
                                             "gpu-operator:config": document, "gpu-operator:adoptExistingObjects": True,
                                             "gpu-operator:waitForDaemonsets": True})
     stack.up()
-    driver_pods = {name: uid for name, uid in _pods(adopted_cluster, namespace).items()
+    driver_pods = {name: uid for name, uid in pod_uids(adopted_cluster, namespace).items()
                    if name.startswith("nvidia-driver-daemonset")}
     assert driver_pods, "no driver pod ran before the change"
     document["operator"]["driver"] = {"version": "580.95.05"}
@@ -168,7 +119,7 @@ def test_waiting_for_daemonsets_never_waits_on_the_driver(
     assert daemonset.spec.updateStrategy.type == "RollingUpdate", "no controller here: the DaemonSet rolls itself"
 
     def replaced() -> bool:
-        now = {name: uid for name, uid in _pods(adopted_cluster, namespace).items()
+        now = {name: uid for name, uid in pod_uids(adopted_cluster, namespace).items()
                if name.startswith("nvidia-driver-daemonset")}
         return len(now) == len(driver_pods) and not set(now.values()) & set(driver_pods.values())
 
