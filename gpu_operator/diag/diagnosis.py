@@ -2,7 +2,9 @@
 
 Pure: the same snapshot always gives the same diagnosis. The checks live in :mod:`~gpu_operator.diag.operands`
 (pods, DaemonSets, placement, validations), :mod:`~gpu_operator.diag.nodes` (labels and resources the nodes
-report) and :mod:`~gpu_operator.diag.workloads` (GPU pods that cannot run, the sharing config).
+report), :mod:`~gpu_operator.diag.remediation` and :mod:`~gpu_operator.diag.rollout` (what the controller's GPU
+fault remediation and staged driver rollout are doing) and :mod:`~gpu_operator.diag.workloads` (GPU pods that
+cannot run, the sharing config).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gpu_operator.diag.findings import (
     layer_verdicts,
 )
 from gpu_operator.diag.remediation import remediation_findings
+from gpu_operator.diag.rollout import rollout_findings
 from gpu_operator.diag.nodes import (
     Thresholds,
     allocatable_findings,
@@ -83,6 +86,7 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> Diagno
         *allocatable_findings(snapshot),
         *mig_findings(snapshot, limits),
         *upgrade_findings(snapshot, limits),
+        *rollout_findings(snapshot),
         *remediation_findings(snapshot),
         *sharing_findings(snapshot),
         *pending_pod_findings(snapshot),

@@ -21,10 +21,10 @@ from gpu_operator.diag.operands import gpu_nodes
 from gpu_operator.diag.snapshot import Obj, Snapshot, labels, name
 from gpu_operator.faults import FAULT_CLASSES
 from gpu_operator.remediation import FAULT_ANNOTATION, STAGE_ANNOTATION, STATE_LABEL, parse_fault, parse_stage
+from gpu_operator.render.operands.operator_controller import STATUS_CONFIG_MAP
 
 __all__ = ["remediation_findings"]
 
-STATUS_CONFIG_MAP = "gpu-operator-status"
 #: The Node conditions the health monitor writes, one per fault class that quarantines or is worth a condition.
 FAULT_CONDITIONS = frozenset(c.condition for c in FAULT_CLASSES.values() if c.condition)
 _SEVERITY = {"needs-human": Severity.ERROR, "observing": Severity.INFO}
