@@ -79,11 +79,13 @@ class Adoption:
 
 def adopt(stack: EngineStack, client: Client, namespace: str) -> Adoption:
     """`pulumi up` of `stack` (adoption on) over the objects in `namespace`: it succeeds, no DaemonSet's generation
-    moves, no pod is replaced, and a preview and a refresh afterwards change nothing."""
+    moves, none is added beside them (an object named otherwise than the one it adopts), no pod is replaced, and a
+    preview and a refresh afterwards change nothing."""
     generations, pods = daemonset_generations(client, namespace), pod_uids(client, namespace)
     up = stack.up()
     assert not up.errors, up.errors
     after = daemonset_generations(client, namespace)
+    assert set(after) == set(generations), f"adopting made new DaemonSets: {sorted(set(after) - set(generations))}"
     moved = {name: (generation, after.get(name)) for name, generation in generations.items()
              if after.get(name) != generation}
     assert not moved, f"adopting changed these DaemonSets' specs (generation before, after): {moved}"
