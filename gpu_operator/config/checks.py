@@ -4,8 +4,8 @@ Field-level rules live on the models; these are the ones a single field cannot s
 section and filled in another, a MIG strategy inherited by a device-plugin config, features NVIDIA would accept
 but this package does not render. Every rule names the key to change. The rules about GPU pools live in
 :mod:`gpu_operator.config.pool_checks`, those about drivers of their own in
-:mod:`gpu_operator.config.driver_group_checks` and :mod:`gpu_operator.config.driver_compat_checks`; they run here
-too.
+:mod:`gpu_operator.config.driver_group_checks` and :mod:`gpu_operator.config.driver_compat_checks`, those about
+staged driver rollouts in :mod:`gpu_operator.config.driver_rollout_checks`; they run here too.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from gpu_operator.config.document import GpuStackConfig
 from gpu_operator.config.dra_checks import DRA_CHECKS
 from gpu_operator.config.driver_compat_checks import DRIVER_COMPAT_CHECKS
 from gpu_operator.config.driver_group_checks import DRIVER_GROUP_CHECKS
+from gpu_operator.config.driver_rollout_checks import DRIVER_ROLLOUT_CHECKS
 from gpu_operator.config.errors import Problem
 from gpu_operator.config.monitoring_checks import MONITORING_CHECKS
 from gpu_operator.config.monitoring_inputs import MONITORING_INPUT_CHECKS
@@ -356,6 +357,7 @@ CHECKS: tuple[Check, ...] = (
     *POOL_CHECKS,
     *DRIVER_GROUP_CHECKS,
     *DRIVER_COMPAT_CHECKS,
+    *DRIVER_ROLLOUT_CHECKS,
     *NETWORK_CHECKS,
     *MONITORING_CHECKS,
     *MONITORING_INPUT_CHECKS,

@@ -23,12 +23,10 @@ from gpu_operator.diag.operands import duration
 from gpu_operator.diag.snapshot import Snapshot
 from gpu_operator.render.operands.operator_controller import NAME as CONTROLLER, STATUS_CONFIG_MAP
 from gpu_operator.upgrade.observation import STATE_LABEL, State
+from gpu_operator.upgrade.stages import HALT_REASON, STATUS_KEY
 
-__all__ = ["HALT_EVENT_REASON", "rollout_findings"]
-
-#: The reason of the Event the controller records on its status ConfigMap when the rollout halts.
-HALT_EVENT_REASON = "GPUDriverRolloutHalted"
-_KEY = "rollout"
+__all__ = ["rollout_findings"]
+_KEY = STATUS_KEY
 
 
 def _decision(snapshot: Snapshot) -> Mapping[str, Any]:
@@ -66,7 +64,7 @@ def _halted(snapshot: Snapshot, decision: Mapping[str, Any], stages: Sequence[Ma
         f"the staged driver rollout is halted at stage {name}: {reason.removeprefix(f'stage {name}: ')}"
         f"{_waiting(stages)}; {resume}",
         f"gpu-operator upgrade status; kubectl get events -n {snapshot.namespace} "
-        f"--field-selector reason={HALT_EVENT_REASON}")
+        f"--field-selector reason={HALT_REASON}")
 
 
 def _soaking(snapshot: Snapshot, decision: Mapping[str, Any], stage: Mapping[str, Any],

@@ -24,6 +24,7 @@ from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION, STATE_LABEL
 from gpu_operator.upgrade.progress import NodeProgress, RolloutProgress, Transition, progress
 from gpu_operator.upgrade.revisions import REVISION_LABEL, newest_revisions
+from gpu_operator.upgrade.stages import STATUS_KEY
 
 __all__ = [
     "DRIVER_COMPONENT",
@@ -98,7 +99,7 @@ def _limits(settings: ControllerSettings | None) -> dict[str, int]:
 
 def upgrade_progress(snapshot: UpgradeSnapshot) -> RolloutProgress:
     """The report of a snapshot (pure)."""
-    rollout = _data(snapshot.status, "rollout", yaml.safe_load) or {}
+    rollout = _data(snapshot.status, STATUS_KEY, yaml.safe_load) or {}
     settings = _settings(snapshot, (snapshot.settings or {}).get("metadata", {}).get("namespace", ""))
     stages = [stage for stage in rollout.get("stages") or () if isinstance(stage, Mapping)]
     stage_of = {node: str(stage.get("name", "")) for stage in stages for node in stage.get("nodes") or ()}

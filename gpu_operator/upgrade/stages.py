@@ -11,8 +11,8 @@ already in progress always finishes, and a node outside the admissible set is le
   or never labelled). Only its nodes are admissible.
 * A settled stage that had work in this rollout then *soaks*: nothing is admitted until `soakSeconds` after it
   settled. A remediation fault class on one of its nodes during the soak, or a listed alert firing during it,
-  halts the rollout. A stage with nothing to upgrade in this rollout passes without soaking; the last stage's soak
-  gates nothing.
+  halts the rollout; when the alerts cannot be read, the soak does not end until they can. A stage with nothing
+  to upgrade in this rollout passes without soaking; the last stage's soak gates nothing.
 * A failed node (`upgrade-failed`) in a stage halts the rollout while it stays failed: retrying the node
   (`upgrade-required` again) resumes it. A halt from the soak's gates holds until the rollout's target changes
   (the next driver change) or its record is cleared.
@@ -31,8 +31,12 @@ from typing import Any
 from gpu_operator.upgrade.observation import NodeObservation, State
 
 __all__ = [
+    "DONE_REASON",
+    "HALT_REASON",
     "REST",
+    "STAGE_REASON",
     "SETTLED_STATES",
+    "STATUS_KEY",
     "RolloutMemory",
     "RolloutPolicy",
     "RolloutStage",
@@ -44,6 +48,10 @@ __all__ = [
     "stage_of",
 ]
 
+#: The key of the controller's status ConfigMap holding the last decision (`StageDecision.to_dict()`, as JSON).
+STATUS_KEY = "rollout"
+#: The reasons of the Events the controller gives a rollout's halt, a stage's start and its end.
+HALT_REASON, STAGE_REASON, DONE_REASON = "GPUDriverRolloutHalted", "GPUDriverRolloutStage", "GPUDriverRolloutDone"
 #: The pool pattern for every pool no earlier stage names, and the name of the implicit last stage.
 REST = "*"
 #: The upgrade states of a node with nothing left to do (never labelled, or done).
@@ -189,12 +197,14 @@ def _soak_halt(stage: RolloutStage, nodes: Sequence[StagedNode], alerts: Iterabl
 
 
 def evaluate(policy: RolloutPolicy, nodes: Sequence[StagedNode], memory: RolloutMemory, target: str,
-             firing_alerts: Iterable[str], now: float) -> StageDecision:
+             firing_alerts: Iterable[str] | None, now: float) -> StageDecision:
     """This round's gate over the managed GPU nodes. `firing_alerts`: the names of the alerts firing now (only
-    those of `policy.alerts` count)."""
+    those of `policy.alerts` count); None when they could not be read, and then no soak that lists alerts ends
+    (it cannot be shown to have held)."""
     if memory.target != target:
         memory = RolloutMemory(target)
-    listed = set(policy.alerts) & set(firing_alerts)
+    listed = set(policy.alerts) & set(firing_alerts or ())
+    unread = firing_alerts is None and bool(policy.alerts)
     stages = _stages(policy, nodes)
     started, settled_at = set(memory.started), dict(memory.settled_at)
     reports: list[StageReport] = []
@@ -220,13 +230,15 @@ def evaluate(policy: RolloutPolicy, nodes: Sequence[StagedNode], memory: Rollout
             reports.append(_report(stage, members, "skipped"))
         else:
             until = settled_at.setdefault(stage.name, now) + stage.soak_seconds
-            if index == len(stages) - 1 or now >= until:
+            if index == len(stages) - 1 or (now >= until and not unread):
                 reports.append(_report(stage, members, "done"))
                 continue
             active, sticky = stage.name, _soak_halt(stage, members, listed)
             if not sticky:
                 admissible = frozenset()
-                waiting = f"stage {stage.name}: soaking until {until:.0f} ({until - now:.0f} s left)"
+                waiting = (f"stage {stage.name}: soaking until {until:.0f} ({until - now:.0f} s left)"
+                           if now < until else f"stage {stage.name}: its soak passed, but the alerts "
+                           f"({', '.join(policy.alerts)}) could not be read from Prometheus to confirm it held")
             reports.append(_report(stage, members, "halted" if sticky else "soaking", until))
     halted = sticky or failure
     if halted:

@@ -79,7 +79,7 @@ from gpu_operator.upgrade.observation import (
 )
 
 #: The label and failure annotation are re-exported: the rollout wait of `pulumi up` reads them from here.
-__all__ = ["FAILURE_ANNOTATION", "STATE_LABEL", "plan"]
+__all__ = ["FAILURE_ANNOTATION", "STATE_LABEL", "needs_upgrade", "plan"]
 
 
 def _set(node: str, state: State) -> Action:
@@ -226,7 +226,7 @@ def _recover(node: NodeObservation) -> list[Action]:
             _set(node.name, State.VALIDATION)]
 
 
-def _needs_upgrade(node: NodeObservation) -> bool:
+def needs_upgrade(node: NodeObservation) -> bool:
     """ProcessDoneOrUnknownNodes: an out-of-date owned pod, an upgrade asked for, or a driver waiting to load."""
     return (node.driver_pod_outdated and not node.driver_pod_orphaned) or node.upgrade_requested \
         or node.safe_load_waiting
@@ -238,7 +238,7 @@ def _entry(node: NodeObservation) -> list[Action]:
         return _recover(node)
     if node.state not in (State.UNKNOWN, State.DONE):
         return []
-    if _needs_upgrade(node):
+    if needs_upgrade(node):
         return [*_record_cordon(node), _set(node.name, State.REQUIRED)]
     return [_set(node.name, State.DONE)] if node.state is State.UNKNOWN else _bookkeeping(node)
 

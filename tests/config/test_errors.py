@@ -516,9 +516,10 @@ def test_cross_section_rule(check: str, failing: dict[str, Any], path: str, pass
 def test_every_rule_has_a_case() -> None:
     from tests.config.test_dra import DRA_CASES  # the DRA rules' cases live beside the DRA section's tests
     from tests.config.test_driver_checks import DRIVER_CASES  # the per-pool drivers' beside theirs
+    from tests.config.test_driver_rollout import ROLLOUT_CASES  # the staged rollout's beside its own
     from tests.config.test_remediation import REMEDIATION_CASES  # and the remediation rules' beside theirs
 
-    cases = CASES + DRA_CASES + DRIVER_CASES + REMEDIATION_CASES
+    cases = CASES + DRA_CASES + DRIVER_CASES + ROLLOUT_CASES + REMEDIATION_CASES
     assert {case[0] for case in cases} == {check.__name__ for check in CHECKS}
 
 

@@ -41,24 +41,26 @@ Object = dict[str, Any]
 
 
 def fleet_document(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE,
-                   timeouts: tuple[int, int] = (5, 15)) -> Object:
+                   timeouts: tuple[int, int] = (5, 15), rollout: Object | None = None) -> Object:
     """The fleet's config at a driver `version`; `timeouts` are the pod deletion's and the validation's (short, so
-    the injected faults fail in seconds)."""
+    the injected faults fail in seconds); `rollout`: `operator.driver.rollout`, the stages."""
     document = yaml.safe_load(FLEET_CONFIG.read_text())
     document["namespace"] = NAMESPACE
     document["operator"].setdefault("driver", {})["version"] = version
     document["operator"]["driver"]["upgradePolicy"] = {
         "maxParallelUpgrades": parallel, "maxUnavailable": unavailable,
         "podDeletion": {"timeoutSeconds": timeouts[0], "force": True}}  # the test's GPU pods are bare pods
+    if rollout is not None:
+        document["operator"]["driver"]["rollout"] = rollout
     document["controller"] = {"validationTimeoutSeconds": timeouts[1], "resyncSeconds": 60}
     return document
 
 
 def controller_objects(version: str, parallel: int = MAX_PARALLEL, unavailable: str = MAX_UNAVAILABLE,
-                       timeouts: tuple[int, int] = (5, 15)) -> list[Object]:
+                       timeouts: tuple[int, int] = (5, 15), rollout: Object | None = None) -> list[Object]:
     """The controller's objects and the driver and validator DaemonSets, as the render gives them."""
     chosen = []
-    for obj in render(parse_config(fleet_document(version, parallel, unavailable, timeouts))):
+    for obj in render(parse_config(fleet_document(version, parallel, unavailable, timeouts, rollout))):
         name, kind = obj["metadata"]["name"], obj["kind"]
         if (kind in KEPT_KINDS and (name.startswith("gpu-operator") or kind in ("Namespace", "ServiceAccount", "RuntimeClass"))) or name in (
                 "nvidia-driver-daemonset", "nvidia-operator-validator"):

@@ -37,6 +37,7 @@ from lightkube.types import PatchType
 
 from gpu_operator.agents.controller.cluster_state import NodePods, gpu_claim_holders
 from gpu_operator.agents.controller.reconcile import PodAction
+from gpu_operator.agents.controller.settings import PodStepOptions
 from gpu_operator.agents.driver_manager import pods as pod_rules
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.agents.driver_manager.kube import pod_facts
@@ -127,8 +128,13 @@ class Actuator:
                                  name, error)
         return gpu_claim_holders(pods, claims)
 
-    def count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
-        return {node: node_pods(self.pods_on(node), self._wait_selector, self._drain) for node in nodes}
+    def _options(self, steps: PodStepOptions | None) -> PodStepOptions:
+        """The pod step options of the node's driver group, else the ones this actuator was made with."""
+        return steps or PodStepOptions(self._wait_selector, self._pod_deletion, self._drain)
+
+    def count_pods(self, nodes: Iterable[str], steps: PodStepOptions | None = None) -> dict[str, NodePods]:
+        options = self._options(steps)
+        return {node: node_pods(self.pods_on(node), options.wait_pod_selector, options.drain) for node in nodes}
 
     def _evict(self, node: str, pods: Iterable[pod_rules.PodFacts], targets: Iterable[pod_rules.PodFacts]) -> None:
         """Evict `pods` (the `targets` not yet terminating); the step's clock starts now if it is not running, and
@@ -154,7 +160,7 @@ class Actuator:
         else:
             self.waiting_for.pop(node, None)
 
-    def run_pod_action(self, action: PodAction) -> None:
+    def run_pod_action(self, action: PodAction, steps: PodStepOptions | None = None) -> None:
         if action.kind == "delete":
             try:
                 _call(lambda: self._client.delete(Pod, action.pod, namespace=self._namespace))
@@ -166,7 +172,7 @@ class Actuator:
         self._remembered_for[action.node] = action.kind
         pods = self.pods_on(action.node)
         gpu = action.kind == "evict-gpu-pods"
-        options = self._pod_deletion if gpu else self._drain
+        options = self._options(steps).pod_deletion if gpu else self._options(steps).drain
         targets = pod_rules.gpu_pods(pods) if gpu else pod_rules.drain_pods(pods, options)
         chosen = [pod for pod in targets if not pod.terminating]
         # as kubectl's drain helper: one pod that may not be evicted fails the step before any eviction

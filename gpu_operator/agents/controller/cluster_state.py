@@ -14,6 +14,7 @@ from typing import Any
 
 from gpu_operator.agents.driver_manager.claims import allocated_to_nvidia_gpu, claim_names
 from gpu_operator.upgrade.revisions import REVISION_LABEL
+from gpu_operator.upgrade.stages import RolloutMemory
 
 __all__ = [
     "ClusterState",
@@ -108,6 +109,12 @@ class ClusterState:
     gpu_claim_nodes: frozenset[str] = frozenset()
     """Of the nodes `reconcile.nodes_needing_claims` names, those where a pod still holds a ResourceClaim of
     NVIDIA's GPU DRA driver (:func:`gpu_claim_holders`): their `gpu.deploy.dra-driver` label stays for now."""
+    node_faults: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The GPU fault classes the remediation finds on each node now (a staged rollout's soak halts on one)."""
+    rollout_memory: RolloutMemory = RolloutMemory()
+    """What the staged rollout's gate remembers (kept in the status ConfigMap between rounds and leaders)."""
+    firing_alerts: frozenset[str] | None = frozenset()
+    """The alerts firing in the rollout's Prometheus (None: they could not be read)."""
 
 
 def _get(obj: Any, *path: str) -> Any:

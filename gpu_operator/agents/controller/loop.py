@@ -17,10 +17,12 @@ way finishes, the rest are abandoned). Only a bug raises out of a round with a t
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import httpx2
 from lightkube import Client, operators
@@ -45,15 +47,21 @@ from gpu_operator.agents.controller.reconcile import (
     Plan,
     UpgradeEvent,
     nodes_needing_claims,
+    node_groups,
     nodes_needing_pods,
     reconcile,
 )
+from gpu_operator.agents.controller.alerts import AlertSource
+from gpu_operator.agents.controller.rollout import rollout_notices
 from gpu_operator.agents.cloud import aks_hand_off
 from gpu_operator.agents.controller.remediation import Remediator
 from gpu_operator.agents.controller.settings import ControllerSettings
-from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
+from gpu_operator.agents.controller.status import ROLLOUT_KEY, STATUS_CONFIG_MAP, census, operand_status, status_data
 from gpu_operator.agents.kube.errors import KubeError, NotFound, NotLeader, kube_error
+from gpu_operator.remediation import NodeStep
+from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.revisions import newest_revisions
+from gpu_operator.upgrade.stages import RolloutMemory, StageDecision
 
 __all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop"]
 
@@ -90,11 +98,16 @@ class ControllerLoop:
         self._daemonsets = Informer(client, DaemonSet, self.wake, namespace=ns, resync_seconds=resync)
         self._revisions = Informer(client, ControllerRevision, self.wake, namespace=ns, resync_seconds=resync)
         self._informers = (self._nodes, self._pods, self._daemonsets, self._revisions)
-        self.actuator = Actuator(client, ns, wait_selector=settings.wait_pod_selector,
-                                 pod_deletion=settings.pod_deletion, drain=settings.drain, clock=clock)
+        steps = settings.steps
+        self.actuator = Actuator(client, ns, wait_selector=steps.wait_pod_selector,
+                                 pod_deletion=steps.pod_deletion, drain=steps.drain, clock=clock)
         self.remediator = Remediator(client, settings.remediation, ns, validator_apps=settings.validator_apps,
                                      pods_on=self.actuator.pods_on, patch_node=self.actuator.patch_node, clock=clock,
                                      cloud=cloud, hand_off=aks_hand_off)
+        self.alerts = AlertSource(settings.prometheus_url) if settings.rollout and settings.rollout.alerts else None
+        self._rollout: StageDecision | None = None
+        self._rollout_memory: RolloutMemory | None = None
+        """The staged rollout's memory: read from the status ConfigMap on the first round, then each plan's."""
         self._status: dict[str, str] | None = None
         self._status_written = 0.0
         self._uncounted: set[str] = set()
@@ -120,14 +133,17 @@ class ControllerLoop:
         for informer in self._informers:
             informer.stop()
         self.remediator.close()
+        if self.alerts is not None:
+            self.alerts.close()
 
     # --- one round ----------------------------------------------------------------------------------------------
 
-    def _count_pods(self, nodes: Iterable[str]) -> dict[str, NodePods]:
+    def _count_pods(self, nodes: Iterable[str], groups: Mapping[str, str]) -> dict[str, NodePods]:
         counts, self._uncounted = {}, set()
         for node in nodes:
             try:
-                counts[node] = self.actuator.count_pods([node])[node]
+                steps = self._settings.steps_of(groups.get(node, CLUSTER_GROUP))
+                counts[node] = self.actuator.count_pods([node], steps)[node]
             except API_ERRORS as error:
                 self._uncounted.add(node)
                 self._metrics.failed_actions.labels("count-pods").inc()
@@ -145,7 +161,7 @@ class ControllerLoop:
         needing = nodes_needing_pods(state)
         self.actuator.forget(needing)
         return ClusterState(
-            nodes, state.pods, daemonsets, self._count_pods(needing),
+            nodes, state.pods, daemonsets, self._count_pods(needing, node_groups(state, self._settings)),
             eviction_blocked_since=dict(self.actuator.blocked_since), eviction_refusals=dict(self.actuator.refusals),
             eviction_waiting_for=dict(self.actuator.waiting_for),
             gpu_claim_nodes=self._claim_nodes(nodes_needing_claims(state, self._settings)))
@@ -185,15 +201,17 @@ class ControllerLoop:
         nodes, pods = self._nodes.items(), self._pods.items()
         remediation = self.remediator.plan(nodes, pods, now)
         # planned first, so that a node it takes this round is not admitted to an upgrade in the same round
-        plan = reconcile(dataclasses.replace(state, remediation_holds=self.remediator.holds(remediation)),
-                         self._settings, now)
+        plan = reconcile(dataclasses.replace(state, remediation_holds=self.remediator.holds(remediation),
+                                             **self._rollout_inputs(remediation.steps)), self._settings, now)
         self.remediator.carry_out(remediation, nodes, self._act)
         for event in remediation.events:
             self._event(UpgradeEvent(event.node, "", event.message, event.warning), now, reason=event.reason,
                         component=_REMEDIATION_COMPONENT)
         skipped = self._uncounted
         for action in (a for a in plan.pod_actions if a.node not in skipped):
-            if self._act(action.kind, action.node, lambda action=action: self.actuator.run_pod_action(action)):
+            steps = self._settings.steps_of(action.group)
+            if self._act(action.kind, action.node,
+                         lambda action=action, steps=steps: self.actuator.run_pod_action(action, steps)):
                 self._metrics.writes.labels(action.kind).inc()
         for patch in (p for p in plan.patches if p.node not in skipped):
             patched: list[bool] = []
@@ -204,32 +222,83 @@ class ControllerLoop:
             self._event(event, now)
         if self.stop.is_set():
             return plan
+        self._announce(plan.rollout, now)
         operands = operand_status(state.daemonsets.values())
         summary = census(state, plan.observations, self._settings.upgrade.max_parallel_upgrades, operands)
-        self._write_status(status_data(state, summary, operands, remediation.steps))
+        held_back = self._write_status(status_data(state, summary, operands, remediation.steps, plan.rollout))
+        if held_back:  # the newest status waits for its interval: a round then writes it, events or not
+            plan = dataclasses.replace(plan, requeue_after=min(plan.requeue_after, held_back))
         self._metrics.record(summary, self._settings.upgrade.auto_upgrade, now)
         self._metrics.record_remediation(remediation)
+        self._metrics.record_rollout(plan.rollout, now)
         self._metrics.duration.observe(time.monotonic() - started)
         self.rounds += 1
         self.last_round = time.monotonic()
         return plan
 
+    # --- the staged rollout -------------------------------------------------------------------------------------
+
+    def _rollout_inputs(self, steps: Iterable[NodeStep]) -> dict[str, Any]:
+        """The staged rollout gate's inputs (none without a rollout): its memory, the nodes' GPU faults, the
+        firing alerts."""
+        if self._settings.rollout is None:
+            return {}
+        if self._rollout_memory is None:
+            self._rollout_memory = self._published_memory()
+        faults: dict[str, set[str]] = {}
+        for step in steps:
+            if step.fault_class:
+                faults.setdefault(step.node, set()).add(step.fault_class)
+        firing = self.alerts.firing() if self.alerts is not None else frozenset()
+        return {"rollout_memory": self._rollout_memory, "firing_alerts": firing,
+                "node_faults": {node: frozenset(classes) for node, classes in faults.items()}}
+
+    def _published_memory(self) -> RolloutMemory:
+        """The memory the last leader published (none when the ConfigMap or its record cannot be read)."""
+        try:
+            status = self._client.get(ConfigMap, STATUS_CONFIG_MAP, namespace=self._settings.namespace)
+        except API_ERRORS as error:
+            _LOG.info("no staged rollout record to carry on from (%s): the gate starts afresh", _failure(error))
+            return RolloutMemory()
+        record = (status.data or {}).get(ROLLOUT_KEY, "")
+        try:
+            return RolloutMemory.from_dict(json.loads(record).get("memory") if record else None)
+        except (json.JSONDecodeError, AttributeError):
+            return RolloutMemory()
+
+    def _announce(self, decision: StageDecision | None, now: float) -> None:
+        """Events for what the rollout did this round (a halt, a stage started, the end), on the status ConfigMap."""
+        for notice in rollout_notices(self._rollout, decision):
+            _LOG.log(logging.WARNING if notice.warning else logging.INFO, "%s", notice.message)
+            self._event(UpgradeEvent("", "", notice.message, notice.warning), now, reason=notice.reason,
+                        involved=ObjectReference(kind="ConfigMap", name=STATUS_CONFIG_MAP, apiVersion="v1",
+                                                 namespace=self._settings.namespace))
+        self._rollout = decision
+        if decision is not None:
+            self._rollout_memory = decision.memory
+
     def _event(self, event: UpgradeEvent, now: float, *, reason: str = "GPUDriverUpgrade",
-               component: str = _COMPONENT) -> None:
+               component: str = _COMPONENT, involved: ObjectReference | None = None) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+        involved = involved or ObjectReference(kind="Node", name=event.node, apiVersion="v1")
         body = Event(
-            metadata=ObjectMeta(generateName=f"{event.node}.", namespace=EVENT_NAMESPACE),
-            involvedObject=ObjectReference(kind="Node", name=event.node, apiVersion="v1"),
+            metadata=ObjectMeta(generateName=f"{involved.name}.", namespace=involved.namespace or EVENT_NAMESPACE),
+            involvedObject=involved,
             reason=reason, message=event.message, type="Warning" if event.warning else "Normal",
             source=EventSource(component=component), firstTimestamp=stamp, lastTimestamp=stamp, count=1,
         )
         # an event is a report: losing one must not stop the upgrade
-        if self._act("event", event.node, lambda: self._client.create(body)):
+        if self._act("event", involved.name, lambda: self._client.create(body)):
             self._metrics.writes.labels("event").inc()
 
-    def _write_status(self, data: dict[str, str], min_interval: float = 5.0) -> None:
-        if data == self._status or time.monotonic() - self._status_written < min_interval and self._status:
-            return
+    def _write_status(self, data: dict[str, str], min_interval: float = 5.0) -> float:
+        """Write the status ConfigMap at most every `min_interval` seconds; the seconds until a held-back status
+        may be written (0: written, unchanged, or failed: the next round tries again)."""
+        if data == self._status:
+            return 0.0
+        since = time.monotonic() - self._status_written
+        if self._status and since < min_interval:
+            return min_interval - since
         body = ConfigMap(metadata=ObjectMeta(name=STATUS_CONFIG_MAP, namespace=self._settings.namespace,
                                              labels={"app": "gpu-operator"}), data=data)
 
@@ -244,6 +313,7 @@ class ControllerLoop:
         if self._act("status", "-", write):
             self._metrics.writes.labels("status").inc()
             self._status, self._status_written = data, time.monotonic()
+        return 0.0
 
     # --- the loop -----------------------------------------------------------------------------------------------
 

@@ -12,6 +12,10 @@ per round:
   fewer pods than nodes it should run on (a pod being recreated): so a node found without a driver pod has
   lost it for good, and leaves the upgrade.
 
+With a staged rollout (`ControllerSettings.rollout`), the gate (:mod:`.rollout`) decides which nodes the upgrade
+may admit this round; every other node waiting at `upgrade-required` is read as skipped, and a node in progress
+finishes. The plan carries the decision, which the loop publishes and keeps for the next round.
+
 The plan's pod actions (evict a node's GPU pods, drain it, delete its old driver pod) run before that node's
 patch, so a state is written only after the step it records was done. The plan also says which nodes' pods the
 next round must look at (they are not watched: a fleet's pods are far more than its nodes), which nodes' GPU claims
@@ -28,10 +32,12 @@ from dataclasses import dataclass
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, PodFacts
 from gpu_operator.agents.controller.driver_owners import owner_change
-from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.controller.rollout import decide
+from gpu_operator.agents.controller.settings import ControllerSettings, PodStepOptions
 from gpu_operator.labels import DRA_DRIVER_LABEL, label_changes
 from gpu_operator.remediation import NodePatch, blocks_upgrade
 from gpu_operator.upgrade import CLUSTER_GROUP, STATE_LABEL, Action, NodeObservation, State, UpgradePolicy, plan_groups
+from gpu_operator.upgrade.stages import StageDecision, gate
 from gpu_operator.upgrade.observation import (
     DRIVER_RESTART_LIMIT,
     FAILURE_ANNOTATION,
@@ -45,11 +51,13 @@ from gpu_operator.upgrade.observation import (
 )
 
 __all__ = [
+    "ALERTS_RETRY_SECONDS",
     "UPGRADE_ENABLED_ANNOTATION",
     "NodePatch",
     "Plan",
     "PodAction",
     "UpgradeEvent",
+    "node_groups",
     "nodes_needing_claims",
     "nodes_needing_pods",
     "observe",
@@ -65,16 +73,20 @@ POD_STEP_REQUEUE_SECONDS = 2.0
 UNSCHEDULED_REQUEUE_SECONDS = 5.0
 #: While a DRA plugin's label waits for GPU claims to go (NVIDIA's requeue is the backstop of pod events).
 CLAIMS_REQUEUE_SECONDS = 30.0
+#: While a passed soak waits for the alerts to be readable again.
+ALERTS_RETRY_SECONDS = 15.0
 _KNOWN_STATES = {state.value: state for state in State}
 
 
 @dataclass(frozen=True)
 class PodAction:
-    """`evict-gpu-pods` or `drain` (node), or `delete` of the named driver pod."""
+    """`evict-gpu-pods` or `drain` (node), or `delete` of the named driver pod; `group`: the node's driver group,
+    whose upgrade policy says how its pods are treated (`ControllerSettings.steps_of`)."""
 
     kind: str
     node: str
     pod: str = ""
+    group: str = CLUSTER_GROUP
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,8 @@ class Plan:
     observations: tuple[NodeObservation, ...] = ()
     paused_by: tuple[str, ...] = ()
     """The driver DaemonSets with unscheduled pods, for which this round took no upgrade step."""
+    rollout: StageDecision | None = None
+    """The staged rollout's decision this round (None without a staged rollout)."""
 
 
 def _state_of(node: NodeFacts) -> State | None:
@@ -126,6 +140,11 @@ def nodes_needing_claims(state: ClusterState, settings: ControllerSettings) -> l
     pods holding GPU claims (`ClusterState.gpu_claim_nodes`)."""
     return sorted(name for name, node in state.nodes.items() if DRA_DRIVER_LABEL in node.labels
                   and label_changes(node.labels, settings.labelling).get(DRA_DRIVER_LABEL, "") is None)
+
+
+def node_groups(state: ClusterState, settings: ControllerSettings) -> dict[str, str]:
+    """The driver group of each node with a driver pod (its pod steps follow that group's upgrade policy)."""
+    return {node: settings.group_of(pod.app) for node, pod in _driver_pods(state, settings)[0].items()}
 
 
 def _driver_sets(state: ClusterState, settings: ControllerSettings) -> frozenset[str]:
@@ -174,7 +193,7 @@ def _outdated(pod: PodFacts, daemonsets: Mapping[str, DaemonSetFacts]) -> tuple[
     return pod.revision != owner.revision, not pod.digest or pod.digest != owner.digest
 
 
-def _blocked(state: ClusterState, name: str, step: State | None, settings: ControllerSettings,
+def _blocked(state: ClusterState, name: str, step: State | None, steps: PodStepOptions,
              now: float) -> tuple[bool, str]:
     """(the node's evictions are blocked for good, why): a refused pod at once; past the step's timeout, counted
     from its first eviction (kubectl drain.Helper's global timeout), whatever it still waits for."""
@@ -183,7 +202,7 @@ def _blocked(state: ClusterState, name: str, step: State | None, settings: Contr
     if name in state.eviction_refusals:
         return True, state.eviction_refusals[name]
     since = state.eviction_blocked_since.get(name)
-    limit = (settings.pod_deletion if step is State.POD_DELETION else settings.drain).timeout
+    limit = (steps.pod_deletion if step is State.POD_DELETION else steps.drain).timeout
     # timeoutSeconds 0 waits forever, as kubectl's drain helper (and so NVIDIA's pod and drain managers) does
     expired = since is not None and limit > 0 and now - since >= limit
     waited = state.eviction_waiting_for.get(name, "")
@@ -217,7 +236,8 @@ def observe(state: ClusterState, settings: ControllerSettings, now: float,
             continue  # not managed, a state another tool owns (node-maintenance-required, ...), or sitting out
         pods = state.node_pods.get(name)
         counted = 0 if pods is None else (pods.drainable if step is State.DRAIN else pods.gpu_pods)
-        blocked, reason = _blocked(state, name, step, settings, now)
+        group = settings.group_of(driver.app) if driver is not None else CLUSTER_GROUP
+        blocked, reason = _blocked(state, name, step, settings.steps_of(group), now)
         notes = node.annotations
         observations.append(NodeObservation(
             name=name, state=step, unschedulable=node.unschedulable, ready=node.ready,
@@ -274,7 +294,8 @@ _POD_ACTIONS = {ActionKind.DELETE_GPU_PODS: "evict-gpu-pods", ActionKind.DRAIN: 
 
 def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerSettings, driver: PodFacts | None,
                claims_held: bool) -> tuple[list[PodAction], NodePatch | None, UpgradeEvent | None]:
-    policy = settings.policies[settings.group_of(driver.app)] if driver is not None else settings.upgrade
+    group = settings.group_of(driver.app) if driver is not None else CLUSTER_GROUP
+    policy = settings.policies[group]
     labels, annotations = _labelling(node, settings, policy, claims_held)
     unschedulable: bool | None = None
     pod_actions: list[PodAction] = []
@@ -283,7 +304,8 @@ def _node_plan(node: NodeFacts, actions: Sequence[Action], settings: ControllerS
     for action in actions:
         if action.kind in _POD_ACTIONS:
             pod_actions.append(PodAction(_POD_ACTIONS[action.kind], node.name,
-                                         driver.name if driver and action.kind is ActionKind.DELETE_DRIVER_POD else ""))
+                                         driver.name if driver and action.kind is ActionKind.DELETE_DRIVER_POD else "",
+                                         group))
         elif action.kind is ActionKind.SET_STATE:
             new_state = State(action.value)
             labels[STATE_LABEL] = action.value or None
@@ -326,7 +348,9 @@ def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> 
     drivers = _driver_pods(state, settings)
     observations = observe(state, settings, now, drivers)
     paused = unscheduled_driver_daemonsets(state, settings)
-    by_node = _by_node(_plan(state, observations, drivers[0], settings, paused, now))
+    rollout = decide(state, settings, observations, now)
+    admitted = observations if rollout is None else gate(observations, rollout)
+    by_node = _by_node(_plan(state, admitted, drivers[0], settings, paused, now))
     pod_actions: list[PodAction] = []
     patches: list[NodePatch] = []
     events: list[UpgradeEvent] = []
@@ -344,4 +368,12 @@ def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> 
         requeue = min(requeue, UNSCHEDULED_REQUEUE_SECONDS)
     if state.gpu_claim_nodes and state.gpu_claim_nodes & set(nodes_needing_claims(state, settings)):
         requeue = min(requeue, CLAIMS_REQUEUE_SECONDS)
-    return Plan(tuple(pod_actions), tuple(patches), tuple(events), requeue, tuple(observations), paused)
+    if rollout is not None:
+        requeue = min(requeue, _soak_requeue(rollout, now))
+    return Plan(tuple(pod_actions), tuple(patches), tuple(events), requeue, tuple(observations), paused, rollout)
+
+
+def _soak_requeue(rollout: StageDecision, now: float) -> float:
+    """Come back when a stage's soak ends (a soak that cannot end yet for want of the alerts: soon)."""
+    ends = [stage.soak_until for stage in rollout.stages if stage.phase == "soaking" and stage.soak_until]
+    return min((end - now + 1.0 if end > now else ALERTS_RETRY_SECONDS for end in ends), default=float("inf"))

@@ -4,11 +4,14 @@ NVIDIA writes its status into the ClusterPolicy (`state: ready|notReady`); we re
 controller keeps the same facts in a ConfigMap anyone can read (`kubectl -n <ns> get configmap
 gpu-operator-status -o yaml`): `state`, a one-line `summary`, and YAML tables `operands` (desired / ready /
 updated pods of each operand DaemonSet) and `nodes` (each GPU node's deployed and paused operands and its driver
-upgrade state, with the reason when something is wrong). The same census feeds NVIDIA's `gpu_operator_*` gauges.
+upgrade state, with the reason when something is wrong), and with a staged rollout its gate's last decision
+(`rollout`, JSON: stages, phases, what it waits on, a halt's reason, the memory a new leader carries on from). The
+same census feeds NVIDIA's `gpu_operator_*` gauges.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,10 +24,13 @@ from gpu_operator.remediation import NodeStep
 from gpu_operator.labels import DEPLOY_LABEL_PREFIX, GPU_PRESENT_LABEL, OPERANDS_SWITCH
 from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, NodeObservation, State
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION
+from gpu_operator.upgrade.stages import STATUS_KEY, StageDecision
 
-__all__ = ["STATUS_CONFIG_MAP", "Census", "census", "operand_status", "status_data"]
+__all__ = ["ROLLOUT_KEY", "STATUS_CONFIG_MAP", "Census", "census", "operand_status", "status_data"]
 
 STATUS_CONFIG_MAP = "gpu-operator-status"
+#: The staged rollout's decision (JSON: `StageDecision.to_dict()`, its memory included), with a staged rollout only.
+ROLLOUT_KEY = STATUS_KEY
 
 
 @dataclass(frozen=True)
@@ -105,8 +111,8 @@ def _remediation(steps: Iterable[NodeStep]) -> dict[str, dict[str, Any]]:
 
 
 def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Mapping[str, Any]],
-                remediation: Iterable[NodeStep] = ()) -> dict[str, str]:
-    """The status ConfigMap's data."""
+                remediation: Iterable[NodeStep] = (), rollout: StageDecision | None = None) -> dict[str, str]:
+    """The status ConfigMap's data (with `rollout` when a staged rollout runs)."""
     nodes = {name: _node(node.labels, node.annotations, node.unschedulable)
              for name, node in sorted(state.nodes.items()) if node.labels.get(GPU_PRESENT_LABEL) == "true"}
     ready = summary.operands_ready and summary.failed == 0 and summary.in_progress == 0 and summary.pending == 0
@@ -118,10 +124,15 @@ def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Map
     remediating = _remediation(remediation)
     if remediating:
         words.append(f"remediation: {len(remediating)} nodes")
+    if rollout is not None and (rollout.halted or rollout.active):
+        words.append(f"driver rollout {'halted' if rollout.halted else 'at stage ' + str(rollout.active)}: "
+                     f"{rollout.waiting_on}")
+    staged = {ROLLOUT_KEY: json.dumps(rollout.to_dict(), sort_keys=True)} if rollout is not None else {}
     return {
         "state": "ready" if ready else "notReady",
         "summary": "; ".join(words),
         "operands": yaml.safe_dump(operands, sort_keys=True),
         "nodes": yaml.safe_dump(nodes, sort_keys=True),
         "remediation": yaml.safe_dump(remediating, sort_keys=True),
+        **staged,
     }

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from gpu_operator.config.base import ConfigModel, Int32
 from gpu_operator.config.clusterpolicy.common import ImageFields, OperandSpec
 from gpu_operator.config.clusterpolicy.runtime import check_max_unavailable
+from gpu_operator.config.driver_rollout import DriverRollout
 from gpu_operator.config.kube import EnvList, ObjectName, PodSelector
 
 __all__ = [
@@ -147,3 +148,5 @@ class DriverSpec(OperandSpec):
     virtual_topology: VirtualTopology = VirtualTopology()
     kernel_module_config: KernelModuleConfig = KernelModuleConfig()
     secret_env: ObjectName = Field(default="", description="a Secret whose keys become the driver's environment")
+    rollout: DriverRollout | None = Field(default=None, description="ours, not the ClusterPolicy's: the stages a "
+                                          "driver change goes through (gpu_operator.config.driver_rollout)")

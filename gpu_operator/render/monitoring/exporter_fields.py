@@ -92,6 +92,6 @@ def emitted_metrics(config: GpuStackConfig) -> frozenset[str]:
             fields |= NODE_STATUS_AGENT_METRICS
     if config.controller_enabled:
         fields |= CONTROLLER_METRICS
-        if getattr(config.operator.driver, "rollout", None) is not None:
+        if config.operator.driver.rollout is not None:
             fields |= ROLLOUT_METRICS
     return frozenset(fields | PROMETHEUS_METRICS)

@@ -16,7 +16,8 @@ refuse that change (it does not see the version the cluster runs), so the path w
 * `autoUpgrade: false` (or sandbox workloads, where NVIDIA's upgrade controller is off): `OnDelete`, as in NVIDIA's
   operator: a node gets the new driver when its driver pod is deleted, and the render says so.
 
-Each driver of its own (:mod:`gpu_operator.config.driver_groups`) follows its own upgrade policy.
+Each driver of its own (:mod:`gpu_operator.config.driver_groups`) follows its own upgrade policy. With the
+controller and `operator.driver.rollout`, the render also states the stage plan.
 """
 
 from __future__ import annotations
@@ -71,8 +72,18 @@ def _drivers(config: GpuStackConfig) -> list[tuple[str, str, DriverUpgradePolicy
     return found
 
 
+def _stage_plan_note(config: GpuStackConfig) -> list[str]:
+    """The staged rollout's plan in words (the controller's settings carry it too, for the preview's diff)."""
+    rollout = config.operator.driver.rollout
+    if rollout is None or not config.controller_enabled:
+        return []
+    return ["a driver change rolls out in stages (operator.driver.rollout), each only once the one before has every "
+            "node validated and has soaked: " + "; ".join(rollout.plan_lines())]
+
+
 def driver_update_notes(config: GpuStackConfig) -> list[str]:
-    """One note per way a driver change reaches the nodes, unless the operator controller upgrades them all."""
+    """One note per way a driver change reaches the nodes (the stage plan when it is staged), unless the operator
+    controller upgrades them all at once."""
     if not config.operator.driver.enabled:
         return []
     rolling, manual = [], []
@@ -96,4 +107,4 @@ def driver_update_notes(config: GpuStackConfig) -> list[str]:
             f"a driver change reaches no node by itself for {'; '.join(manual)}: the driver DaemonSet is OnDelete, "
             f"so a node gets the new driver only when its driver pod is deleted; set autoUpgrade: true"
             + ("" if config.controller_enabled else f" (the DaemonSet then rolls node by node), or {_CONTROLLER_WAY}"))
-    return notes
+    return [*_stage_plan_note(config), *notes]

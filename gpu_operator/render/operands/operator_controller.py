@@ -7,15 +7,17 @@ agents image: it labels GPU nodes and rolls driver upgrades (see `gpu_operator.a
 are a JSON document in ConfigMap `gpu-operator-controller`, built from the rest of the render (the deploy labels
 its DaemonSets select), `operator.driver.upgradePolicy`, the drivers of their own under `driverGroups` (each
 NVIDIADriver's name, the pools and node selector it serves, its DaemonSets and its upgrade policy; the cluster
-driver's pools under `driver.pools`) and the `remediation` section (every default spelled out, so a rule change
+driver's pools under `driver.pools`), the staged rollout's stage plan under `rollout` (`operator.driver.rollout`)
+and the `remediation` section (every default spelled out, so a rule change
 shows in `pulumi preview`); a checksum of it on the pod template restarts the controller when they change.
 
 RBAC is what its code calls, and much less than NVIDIA's operator holds (which also manages CRDs, RBAC, runtime
 classes and every operand object): nodes list/watch/patch, pods list and pods/eviction create cluster-wide
 (a node's pods, by field selector, and their evictions), resourceclaims get (a pod holding a claim of NVIDIA's
 DRA driver is a GPU pod); in the namespace, the driver and validator pods
-(list/watch, delete), DaemonSets and ControllerRevisions (list/watch), its status ConfigMap (create/update), its
-Lease (get/create/update); and Events in `default`, where a Node's events live.
+(list/watch, delete), DaemonSets and ControllerRevisions (list/watch), its status ConfigMap (create/update; get with a staged rollout), its
+Lease (get/create/update), Events there with a staged rollout (its halts and stages, on the status ConfigMap);
+and Events in `default`, where a Node's events live.
 """
 
 from __future__ import annotations
@@ -109,7 +111,14 @@ def controller_settings(ctx: RenderContext) -> Object:
         "validationTimeoutSeconds": ctx.config.controller.validation_timeout_seconds,
         "resyncSeconds": ctx.config.controller.resync_seconds,
         "remediation": ctx.config.remediation.settings_document(),
+        **_rollout(ctx),
     }
+
+
+def _rollout(ctx: RenderContext) -> Object:
+    """The staged rollout's stage plan (`operator.driver.rollout`), so `pulumi preview` shows a change of it."""
+    rollout = ctx.spec.driver.rollout
+    return {} if rollout is None else {"rollout": rollout.settings_document()}
 
 
 def controller_notes(config: GpuStackConfig) -> list[str]:
@@ -131,6 +140,7 @@ def controller_notes(config: GpuStackConfig) -> list[str]:
 
 
 def _rbac(ctx: RenderContext) -> list[Object]:
+    staged = ctx.spec.driver.rollout is not None
     events_binding = role_binding(ctx, EVENTS_ROLE, account=NAME)
     events_binding["metadata"]["namespace"] = EVENT_NAMESPACE
     events_role = role(ctx, EVENTS_ROLE, [rule([""], ["events"], ["create"])])
@@ -151,9 +161,13 @@ def _rbac(ctx: RenderContext) -> list[Object]:
             rule([""], ["pods"], ["list", "watch", "delete"]),
             rule(["apps"], ["daemonsets", "controllerrevisions"], ["list", "watch"]),
             rule([""], ["configmaps"], ["create"]),
-            {**rule([""], ["configmaps"], ["update"]), "resourceNames": [STATUS_CONFIG_MAP]},
+            # with a staged rollout, a new leader reads the gate's memory back from it
+            {**rule([""], ["configmaps"], ["get", "update"] if staged else ["update"]),
+             "resourceNames": [STATUS_CONFIG_MAP]},
             rule(["coordination.k8s.io"], ["leases"], ["create"]),
             {**rule(["coordination.k8s.io"], ["leases"], ["get", "update"]), "resourceNames": ["53822513.nvidia.com"]},
+            # a staged rollout's halts and stages are Events on the status ConfigMap, in its namespace
+            *([rule([""], ["events"], ["create"])] if staged else []),
         ], LABELS),
         role_binding(ctx, NAME, labels=LABELS),
         events_role,

@@ -162,7 +162,7 @@ def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     attempt; refusals round after round do not restart the clock, and the node fails at first attempt + timeout."""
     from gpu_operator.agents.controller.cluster_state import ClusterState, NodeFacts, PodFacts
     from gpu_operator.agents.controller.reconcile import reconcile
-    from gpu_operator.agents.controller.settings import ControllerSettings
+    from gpu_operator.agents.controller.settings import ControllerSettings, PodStepOptions
     from gpu_operator.labels import LabellingPolicy
     from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
     from gpu_operator.upgrade.state_machine import FAILURE_ANNOTATION
@@ -171,7 +171,7 @@ def test_a_disruption_budget_is_timed_from_the_first_eviction() -> None:
     now = [1000.0]
     actuator = Actuator(client, "gpu-operator", clock=lambda: now[0])  # type: ignore[arg-type]
     settings = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(),
-                                  pod_deletion=DrainOptions(timeout=300.0))
+                                  steps=PodStepOptions(pod_deletion=DrainOptions(timeout=300.0)))
     nodes = {"gpu-0": NodeFacts("gpu-0", {STATE_LABEL: "pod-deletion-required"}, {}, True)}
     driver = (PodFacts("driver-gpu-0", "gpu-0", "nvidia-driver-daemonset", "nvidia-driver-daemonset", "rev",
                        ready=True, running_ready=True),)  # a managed node has a driver pod (BuildState)

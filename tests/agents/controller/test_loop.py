@@ -181,3 +181,61 @@ def test_a_fault_condition_quarantines_its_node_with_an_event_metrics_and_status
     assert "gpu-1" in status["remediation"] and "fallen-off-bus" in status["remediation"]
     assert "gpu-0" not in status["remediation"]
     loop.close()
+
+
+def test_a_new_leader_carries_the_staged_rollout_on_from_the_status_and_tells_its_halt(
+        server: FakeApiServer) -> None:
+    """The gate's memory is read back from the status ConfigMap (a halt the last leader recorded holds), the halt
+    is an Event on that ConfigMap in the operator's namespace, and the status keeps publishing the decision."""
+    import json
+
+    from gpu_operator.upgrade.stages import RolloutMemory, RolloutPolicy, RolloutStage
+
+    halt = "stage canary: GPU faults during its soak on gpu-0 (reset)"
+    memory = RolloutMemory("", frozenset({"canary"}), {"canary": 1.0}, halt)
+    server.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-operator-status", "namespace": NS},
+                "data": {"rollout": json.dumps({"memory": memory.to_dict()})}})
+    client = connect(server.client().config, retry=RetryPolicy(attempts=3, initial_delay=0.001, jitter=0.0))
+    policy = RolloutPolicy((RolloutStage("canary", ("canary",), 600), RolloutStage("rest", ("*",))))
+    settings = ControllerSettings(NS, LabellingPolicy(), UpgradePolicy(), resync_seconds=60, rollout=policy)
+    loop = ControllerLoop(client, settings, ControllerMetrics())
+    assert loop.start()
+    plan = loop.round()
+    assert plan.rollout is not None and plan.rollout.halted == halt
+    [event] = [e for e in server.objects("events", NS) if e["reason"] == "GPUDriverRolloutHalted"]
+    assert event["involvedObject"] == {"kind": "ConfigMap", "name": "gpu-operator-status", "namespace": NS,
+                                       "apiVersion": "v1"}
+    assert event["type"] == "Warning" and halt in event["message"]
+    published = json.loads(server.get("configmaps", "gpu-operator-status", NS)["data"]["rollout"])
+    assert published["halted"] == halt and published["memory"]["halted"] == halt
+    loop.round()
+    assert len([e for e in server.objects("events", NS) if e["reason"] == "GPUDriverRolloutHalted"]) == 1
+    loop.close()
+
+
+def test_alerts_that_cannot_be_read_leave_the_round_running(server: FakeApiServer) -> None:
+    from gpu_operator.upgrade.stages import RolloutPolicy, RolloutStage
+
+    client = connect(server.client().config, retry=RetryPolicy(attempts=3, initial_delay=0.001, jitter=0.0))
+    policy = RolloutPolicy((RolloutStage("canary", ("canary",), 600),), ("GPUXidCritical",))
+    # port 9 (discard) on loopback: nothing answers there
+    settings = ControllerSettings(NS, LabellingPolicy(), UpgradePolicy(), resync_seconds=60, rollout=policy,
+                                  prometheus_url="http://127.0.0.1:9")
+    loop = ControllerLoop(client, settings, ControllerMetrics())
+    assert loop.start()
+    assert loop.alerts is not None and loop.alerts.firing() is None
+    plan = loop.round()
+    assert plan.rollout is not None and not plan.rollout.halted
+    loop.close()
+
+
+def test_a_status_held_back_by_its_interval_brings_a_round_back_to_write_it(server: FakeApiServer) -> None:
+    """The status ConfigMap is written at most every 5 s; a newer status held back asks for a round when it may be
+    written, so what `upgrade status` and a new leader read is never left stale until some unrelated event."""
+    loop, _ = _loop(server)
+    loop.round()  # labels the nodes; the status is written from what the round read (no GPU node yet)
+    before = server.get("configmaps", "gpu-operator-status", NS)["data"]["nodes"]
+    plan = loop.round()  # the nodes are GPU nodes now: a new status, within the interval
+    assert 0 < plan.requeue_after <= 5.0
+    assert server.get("configmaps", "gpu-operator-status", NS)["data"]["nodes"] == before
+    loop.close()

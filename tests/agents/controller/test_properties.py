@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_operator.agents.controller.reconcile import reconcile
-from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.controller.settings import ControllerSettings, PodStepOptions
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.labels import WORKLOAD_OPERANDS, LabellingPolicy, label_changes
 from gpu_operator.upgrade import STATE_LABEL, State, UpgradePolicy
@@ -49,7 +49,8 @@ def scenarios(draw: st.DrawFn) -> tuple[FakeCluster, ControllerSettings, list[in
                            wait_for_jobs=draw(st.booleans()), drain=draw(st.booleans()),
                            validation_timeout_seconds=60)
     controller = ControllerSettings("gpu-operator", LabellingPolicy(), policy,
-                                    pod_deletion=DrainOptions(timeout=30.0), drain=DrainOptions(timeout=30.0))
+                                    steps=PodStepOptions(pod_deletion=DrainOptions(timeout=30.0),
+                                                         drain=DrainOptions(timeout=30.0)))
     crashes = draw(st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=ROUNDS, max_size=ROUNDS))
     leaving = {name: draw(st.integers(2, 60)) for name in nodes if draw(st.integers(0, 9)) == 0}
     return FakeCluster(nodes), controller, crashes, leaving

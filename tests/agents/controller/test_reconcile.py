@@ -17,7 +17,7 @@ from gpu_operator.agents.controller.reconcile import (
     reconcile,
     unscheduled_driver_daemonsets,
 )
-from gpu_operator.agents.controller.settings import ControllerSettings
+from gpu_operator.agents.controller.settings import ControllerSettings, PodStepOptions
 from gpu_operator.agents.driver_manager.settings import DrainOptions
 from gpu_operator.labels import WORKLOAD_OPERANDS, LabellingPolicy
 from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
@@ -32,7 +32,7 @@ from tests.agents.controller.fake_cluster import DRIVER_DS, DRIVER_LABEL, NEW, N
 
 OPERANDS = frozenset(WORKLOAD_OPERANDS["container"])  # NVIDIA's whole container set
 SETTINGS = ControllerSettings("gpu-operator", LabellingPolicy(), UpgradePolicy(max_parallel_upgrades=1),
-                              pod_deletion=DrainOptions(timeout=30.0), resync_seconds=300)
+                              steps=PodStepOptions(pod_deletion=DrainOptions(timeout=30.0)), resync_seconds=300)
 LABELLED = {**NFD_PCI, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.client": "true",
             **{f"nvidia.com/gpu.deploy.{o}": "true" for o in OPERANDS}}
 
@@ -242,7 +242,8 @@ def test_with_drain_enabled_a_node_whose_gpu_pods_were_deleted_is_not_drained() 
     drain-required follows only a failed deletion (updateNodeToDrainOrFailed)."""
     cluster = _cluster(_labelled("gpu-0", gpu_pods=2))
     settings = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS),
-                                  UpgradePolicy(max_parallel_upgrades=1, drain=True), pod_deletion=DrainOptions(timeout=30.0))
+                                  UpgradePolicy(max_parallel_upgrades=1, drain=True),
+                                  steps=PodStepOptions(pod_deletion=DrainOptions(timeout=30.0)))
     seen = _rollout(cluster, settings)
     assert "drain-required" not in [state for _, state, _, _ in seen]
     assert [a.kind for a in cluster.nodes["gpu-0"].pod_actions] == ["evict-gpu-pods", "delete"]
@@ -255,7 +256,8 @@ def test_with_drain_enabled_a_refused_deletion_falls_back_to_the_drain() -> None
     cluster = _cluster(_labelled("gpu-0", gpu_pods=1, pdb_blocks=True))
     settings = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS),
                                   UpgradePolicy(max_parallel_upgrades=1, drain=True),
-                                  pod_deletion=DrainOptions(timeout=30.0), drain=DrainOptions(timeout=60.0))
+                                  steps=PodStepOptions(pod_deletion=DrainOptions(timeout=30.0),
+                                                       drain=DrainOptions(timeout=60.0)))
     seen = _rollout(cluster, settings)
     states = [state for _, state, _, _ in seen]
     assert states[-3:] == ["pod-deletion-required", "drain-required", "upgrade-failed"], states
@@ -267,7 +269,7 @@ def test_a_timeout_of_0_waits_for_the_disruption_budget_forever() -> None:
     ScheduleNodesDrain with Timeout = timeoutSeconds) treats 0 as no timeout."""
     state = _one("pod-deletion-required", node_pods={"gpu-0": NodePods(1, 0, 1)}, eviction_blocked_since={"gpu-0": 0.0})
     forever = ControllerSettings("gpu-operator", LabellingPolicy(OPERANDS), UpgradePolicy(),
-                                 pod_deletion=DrainOptions(timeout=0.0))
+                                 steps=PodStepOptions(pod_deletion=DrainOptions(timeout=0.0)))
     plan = reconcile(state, forever, 1_000_000.0)
     assert plan.pod_actions == (PodAction("evict-gpu-pods", "gpu-0"),) and plan.patches == ()
 
@@ -477,7 +479,7 @@ def test_each_driver_group_is_upgraded_within_its_own_policy() -> None:
     group = DriverGroupSettings("t4", (t4_ds,), UpgradePolicy(max_parallel_upgrades=2, max_unavailable="100%"))
     settings = ControllerSettings("gpu-operator", LabellingPolicy(),
                                   UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%"),
-                                  pod_deletion=DrainOptions(timeout=30.0), driver_groups=(group,))
+                                  steps=PodStepOptions(pod_deletion=DrainOptions(timeout=30.0)), driver_groups=(group,))
     members = {"a": cluster_ds, "b": cluster_ds, "c": t4_ds, "d": t4_ds}
     nodes = {name: NodeFacts(name, {**LABELLED, STATE_LABEL: "upgrade-required"}, {UPGRADE_ENABLED_ANNOTATION: "true"})
              for name in members}

@@ -10,6 +10,7 @@ import pytest
 from gpu_operator.agents.controller import command
 from gpu_operator.agents.controller.settings import SettingsError, parse_settings
 from gpu_operator.remediation import RemediationPolicy
+from gpu_operator.upgrade.stages import RolloutPolicy, RolloutStage
 
 
 def test_defaults_are_nvidias() -> None:
@@ -34,6 +35,14 @@ def test_defaults_are_nvidias() -> None:
     ({"driver": {"ownerLabel": "example.com/owner"}}, "driver.ownerLabel"),
     ({"driverGroups": [{"name": "t4", "daemonSets": ["ds"], "upgradePolicy": {"maxUnavailable": "most"}}]},
      "driverGroups.0.upgradePolicy.maxUnavailable"),
+    ({"driverGroups": [{"name": "t4", "upgradePolicy": {"drain": {"podSelector": "a in (b"}}}]},
+     "driverGroups.0.upgradePolicy.drain.podSelector"),
+    ({"rollout": []}, "rollout"),
+    ({"rollout": {"stages": []}}, "rollout.stages"),
+    ({"rollout": {"stages": [{"name": "canary", "pools": "canary"}]}}, "rollout.stages.0.pools"),
+    ({"rollout": {"stages": [{"name": "canary", "pools": ["a"], "soakSeconds": "1h"}]}},
+     "rollout.stages.0.soakSeconds"),
+    ({"rollout": {"stages": [{"name": "a", "pools": ["a"]}], "alerts": "Xid"}}, "rollout.alerts"),
 ])
 def test_a_bad_key_is_named(document: dict, named: str) -> None:
     with pytest.raises(SettingsError, match=named.replace(".", r"\.")):
@@ -70,3 +79,28 @@ def test_bad_settings_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
     assert "maxUnavailable" in line
     assert command.main(["--config", str(tmp_path / "missing.json")]) == 2
     assert "cannot read the settings file" in capsys.readouterr().err
+
+
+def test_each_driver_group_has_its_own_pod_steps_and_the_stage_plan_is_read() -> None:
+    """Issue 28 item 4: a driver group's `upgradePolicy` carries its own waitForCompletion, podDeletion and drain
+    (NVIDIADriver's spec has the whole policy), and `rollout` becomes the gate's policy."""
+    document = {
+        "upgradePolicy": {"podDeletion": {"timeoutSeconds": 60}},
+        "driverGroups": [{"name": "t4", "daemonSets": ["ds-t4"], "upgradePolicy": {
+            "waitForCompletion": {"podSelector": "job=batch"},
+            "podDeletion": {"force": True, "timeoutSeconds": 30, "deleteEmptyDir": True},
+            "drain": {"enable": True, "podSelector": "team=ml", "timeoutSeconds": 90}}}],
+        "rollout": {"stages": [{"name": "canary", "pools": ["t4"], "soakSeconds": 600},
+                               {"name": "rest", "pools": ["*"]}],
+                    "alerts": ["GPUXidCritical"], "prometheusUrl": "http://prometheus:9090"},
+    }
+    settings = parse_settings(json.dumps(document), "ns")
+    t4 = settings.steps_of("t4")
+    assert t4.wait_pod_selector.text == "job=batch" and t4.pod_deletion.force and t4.pod_deletion.timeout == 30
+    assert t4.pod_deletion.delete_emptydir_data and t4.drain.pod_selector.text == "team=ml" and t4.drain.timeout == 90
+    assert settings.steps_of("") == settings.steps and settings.steps.pod_deletion.timeout == 60
+    assert not settings.steps.pod_deletion.force and settings.steps_of("unknown") == settings.steps
+    assert settings.rollout == RolloutPolicy((RolloutStage("canary", ("t4",), 600), RolloutStage("rest", ("*",))),
+                                             ("GPUXidCritical",))
+    assert settings.prometheus_url == "http://prometheus:9090"
+    assert parse_settings("{}", "ns").rollout is None

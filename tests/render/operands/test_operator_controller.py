@@ -52,11 +52,11 @@ def test_the_settings_the_render_writes_are_what_the_agent_reads() -> None:
     text = _objects(document)[("ConfigMap", "gpu-operator-controller")]["data"]["controller.json"]
     settings = parse_settings(text, "gpu-operator")
     assert settings.upgrade.max_parallel_upgrades == 5 and settings.upgrade.max_unavailable == "10%"
-    assert settings.upgrade.drain and settings.drain.pod_selector.text == "team=ml"
-    assert settings.drain.force and not settings.drain.delete_emptydir_data and settings.drain.timeout == 90
-    assert settings.pod_deletion.delete_emptydir_data and not settings.pod_deletion.force
-    assert settings.pod_deletion.timeout == 60
-    assert settings.upgrade.wait_for_jobs and settings.wait_pod_selector.text == "app=job"
+    assert settings.upgrade.drain and settings.steps.drain.pod_selector.text == "team=ml"
+    assert settings.steps.drain.force and not settings.steps.drain.delete_emptydir_data and settings.steps.drain.timeout == 90
+    assert settings.steps.pod_deletion.delete_emptydir_data and not settings.steps.pod_deletion.force
+    assert settings.steps.pod_deletion.timeout == 60
+    assert settings.upgrade.wait_for_jobs and settings.steps.wait_pod_selector.text == "app=job"
     assert settings.upgrade.validation_timeout_seconds == 120 and settings.resync_seconds == 60
     # the labelling policy is the ClusterPolicy's sandbox and MIG settings (NVIDIA labels a workload's whole set)
     assert settings.labelling == LabellingPolicy(mig_manager_enabled=True, mig_default_config="all-disabled")
