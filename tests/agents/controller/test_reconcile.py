@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpu_operator.agents.controller.cluster_state import ClusterState, DaemonSetFacts, NodeFacts, NodePods, PodFacts
@@ -11,6 +13,7 @@ from gpu_operator.agents.controller.reconcile import (
     UNSCHEDULED_REQUEUE_SECONDS,
     UPGRADE_ENABLED_ANNOTATION,
     PodAction,
+    node_groups,
     nodes_needing_claims,
     nodes_needing_pods,
     observe,
@@ -495,3 +498,28 @@ def test_each_driver_group_is_upgraded_within_its_own_policy() -> None:
 
     assert admitted(2) == ["a", "c", "d"]
     assert admitted(3) == ["a"]  # t4's DaemonSet is creating a pod: its group sits the round out
+
+
+def test_a_driver_groups_pod_steps_follow_its_own_upgrade_policy() -> None:
+    """Issue 28 item 4: NVIDIADriver's spec carries the whole upgradePolicy, so a group's podDeletion timeout is
+    the one its nodes fail by, and its pod actions name the group (the loop runs them with its options)."""
+    from gpu_operator.agents.controller.settings import DriverGroupSettings
+
+    t4_ds = "nvidia-gpu-driver-ubuntu22.04-54bf6fb65b"
+    group = DriverGroupSettings("t4", (t4_ds,), UpgradePolicy(max_parallel_upgrades=1),
+                                PodStepOptions(pod_deletion=DrainOptions(timeout=120.0)))
+    settings = dataclasses.replace(SETTINGS, driver_groups=(group,))  # the cluster driver's: 30 s
+    nodes = {name: NodeFacts(name, {**LABELLED, STATE_LABEL: "pod-deletion-required"},
+                             {UPGRADE_ENABLED_ANNOTATION: "true", INITIAL_STATE_ANNOTATION: "false"}, True)
+             for name in ("a", "t")}
+    pods = (PodFacts("driver-a", "a", DRIVER_DS, DRIVER_DS, OLD, "d"), PodFacts("driver-t", "t", t4_ds, t4_ds, OLD, "d"))
+    daemonsets = {DRIVER_DS: DaemonSetFacts(DRIVER_DS, NEW, "d", desired=1, app=DRIVER_DS),
+                  t4_ds: DaemonSetFacts(t4_ds, NEW, "d", desired=1, app=t4_ds)}
+    state = ClusterState(nodes, pods, daemonsets, {"a": NodePods(1, 0, 1), "t": NodePods(1, 0, 1)},
+                         eviction_blocked_since={"a": 0.0, "t": 0.0},
+                         eviction_waiting_for={"a": "a PodDisruptionBudget refused", "t": "a PodDisruptionBudget refused"})
+    plan = reconcile(state, settings, 60.0)  # past the cluster driver's 30 s, within t4's 120 s
+    failed = sorted(p.node for p in plan.patches if p.labels.get(STATE_LABEL) == "upgrade-failed")
+    assert failed == ["a"]
+    assert {(a.node, a.group) for a in plan.pod_actions} == {("t", "t4")}
+    assert "t" in node_groups(state, settings) and node_groups(state, settings)["t"] == "t4"
