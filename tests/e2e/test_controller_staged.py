@@ -16,10 +16,12 @@ ConfigMap read back, its Events). Then the driver version changes for every pool
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -122,21 +124,46 @@ def _published(admin: Client) -> dict[str, Any]:
     return json.loads(data.get("rollout") or "{}")
 
 
+@dataclass(frozen=True)
+class Rollout:
+    admin: Client
+    old: dict[str, str]
+    """Each node's driver pod revision before the change."""
+    timeline: _Timeline
+    started: float
+
+
 @pytest.fixture
 def plane(e2e_tools: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     with running_control_plane(e2e_tools, tmp_path_factory.mktemp("staged-plane")) as plane:
         yield plane
 
 
-def test_a_crash_looping_canary_halts_the_rollout_before_any_other_pool(
-        plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
-    nodes = {"slow-crash": CANARY_POOL, "b-0": "h100", "b-1": "h100", "c-0": "pool-c", "c-1": "pool-c"}
-    admin, process, _ = _start(plane, tmp_path_factory.mktemp("staged-crash"), nodes)
+@contextlib.contextmanager
+def _staged_rollout(plane: ControlPlane, workdir: Any, nodes: dict[str, str], slow: bool) -> Iterator[Rollout]:
+    """The controller on `nodes`, then the new driver for every pool at once, sampled by a timeline; a failure is
+    reported with where the nodes are and the controller's log."""
+    admin, process, old = _start(plane, workdir, nodes)
     timeline = _Timeline(admin)
     timeline.start()
     try:
-        assert not server_side_apply(admin, _driver(NEW, slow=True), KindTable(), dry_run=False,
+        assert not server_side_apply(admin, _driver(NEW, slow=slow), KindTable(), dry_run=False,
                                      field_manager="e2e-controller")
+        yield Rollout(admin, old, timeline, time.monotonic())
+        assert process.poll() is None, log_tail(process)
+    except (AssertionError, TimeoutError) as error:
+        pytest.fail(f"{error}\n{histogram(admin)}\n{log_tail(process)}", pytrace=False)
+    finally:
+        timeline.stop.set()
+        timeline.join(timeout=10)
+        stop_process_group(process)
+
+
+def test_a_crash_looping_canary_halts_the_rollout_before_any_other_pool(
+        plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = {"slow-crash": CANARY_POOL, "b-0": "h100", "b-1": "h100", "c-0": "pool-c", "c-1": "pool-c"}
+    with _staged_rollout(plane, tmp_path_factory.mktemp("staged-crash"), nodes, slow=True) as rollout:
+        admin, timeline = rollout.admin, rollout.timeline
         wait_until(lambda: _published(admin).get("halted", "").startswith("stage canary:"), timeout=150,
                    what="the rollout to halt at stage canary")
         time.sleep(10)  # rounds go on (the crashing pod keeps changing), and must admit no one
@@ -155,26 +182,14 @@ def test_a_crash_looping_canary_halts_the_rollout_before_any_other_pool(
         assert status == 3 and "slow-crash" in report["halted"], report
         note(f"controller staged rollout: halted at stage canary ({published['halted']}); h100 and pool-c never "
              f"cordoned ({ {n: timeline.states[n] for n in ('b-0', 'c-0')} }); `upgrade status` exit 3")
-        assert process.poll() is None, log_tail(process)
-    except (AssertionError, TimeoutError) as error:
-        pytest.fail(f"{error}\n{histogram(admin)}\n{log_tail(process)}", pytrace=False)
-    finally:
-        timeline.stop.set()
-        timeline.join(timeout=10)
-        stop_process_group(process)
 
 
 def test_a_healthy_driver_goes_stage_by_stage_each_after_its_soak(
         plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> None:
     nodes = {"canary-0": CANARY_POOL, "b-0": "h100", "b-1": "h100", "c-0": "pool-c", "c-1": "pool-c"}
-    admin, process, old = _start(plane, tmp_path_factory.mktemp("staged-healthy"), nodes)
-    timeline = _Timeline(admin)
-    timeline.start()
     phases: list[tuple[str, ...]] = []
-    try:
-        started = time.monotonic()
-        assert not server_side_apply(admin, _driver(NEW, slow=False), KindTable(), dry_run=False,
-                                     field_manager="e2e-controller")
+    with _staged_rollout(plane, tmp_path_factory.mktemp("staged-healthy"), nodes, slow=False) as rollout:
+        admin, timeline = rollout.admin, rollout.timeline
 
         def finished() -> bool:
             published = _published(admin)
@@ -185,23 +200,15 @@ def test_a_healthy_driver_goes_stage_by_stage_each_after_its_soak(
             return bool(published.get("finished")) and len(timeline.done_at) == len(nodes)
 
         wait_until(finished, timeout=180, what="the staged rollout to finish")
-        took = time.monotonic() - started
-        rest = [name for name in nodes if name != "canary-0"]
+        took = time.monotonic() - rollout.started
         canary_done = timeline.done_at["canary-0"]
-        first_rest = min(timeline.first_cordoned[name] for name in rest)
+        first_rest = min(timeline.first_cordoned[name] for name in nodes if name != "canary-0")
         # the soak counts from the controller's round that saw the canary done; the sampler sees it within 0.2 s
         assert first_rest - canary_done >= SOAK - 1, (first_rest - canary_done, timeline.states)
         assert ("soaking", "waiting") in phases and phases[-1] == ("done", "done"), phases
         drivers = {p.spec.nodeName: p.metadata.labels["controller-revision-hash"]
                    for p in pods_of(admin, "nvidia-driver-daemonset") if p.metadata.deletionTimestamp is None}
-        assert all(drivers[name] != old[name] for name in nodes), (drivers, old)
+        assert all(drivers[name] != rollout.old[name] for name in nodes), (drivers, rollout.old)
         assert all(not node.spec.unschedulable for node in node_map(admin).values())
         note(f"controller staged rollout: healthy, {len(nodes)} nodes in 3 pools in {took:.1f} s; the rest started "
              f"{first_rest - canary_done:.1f} s after the canary was done (soak {SOAK} s); phases {phases}")
-        assert process.poll() is None, log_tail(process)
-    except (AssertionError, TimeoutError) as error:
-        pytest.fail(f"{error}\n{histogram(admin)}\n{log_tail(process)}", pytrace=False)
-    finally:
-        timeline.stop.set()
-        timeline.join(timeout=10)
-        stop_process_group(process)
