@@ -180,3 +180,29 @@ def test_the_status_carries_the_decision_and_the_notices_say_what_changed() -> N
     assert [(n.reason, n.warning) for n in notices] == [("GPUDriverRolloutHalted", True)]
     assert "canary-0" in notices[0].message
     assert rollout_notices(halted, halted) == []
+
+
+def test_a_change_to_several_drivers_at_once_is_one_staged_rollout() -> None:
+    """Two drivers (the cluster's on the canary pool, t4's of its own on the others) change in one `pulumi up`:
+    one target, so one rollout: t4's nodes wait for the canary although t4's own policy has room for them."""
+    from gpu_operator.agents.controller.cluster_state import DaemonSetFacts, NodeFacts, PodFacts
+    from gpu_operator.agents.controller.settings import DriverGroupSettings
+
+    t4_ds, cluster_ds = "nvidia-gpu-driver-ubuntu22.04-54bf6fb65b", "nvidia-driver-daemonset"
+    group = DriverGroupSettings("t4", (t4_ds,), UpgradePolicy(max_parallel_upgrades=4, max_unavailable="100%"))
+    settings = dataclasses.replace(SETTINGS, driver_groups=(group,))
+    members = {"canary-0": ("canary", cluster_ds), "b-0": ("pool-b", t4_ds), "b-1": ("pool-b", t4_ds)}
+    nodes = {name: NodeFacts(name, {**LABELLED, POOL_LABEL: pool, STATE_LABEL: "upgrade-required"},
+                             {UPGRADE_ENABLED_ANNOTATION: "true"}) for name, (pool, _) in members.items()}
+    pods = tuple(PodFacts(f"driver-{name}", name, ds, ds, "rev-old", "d", ready=True, running_ready=True)
+                 for name, (_, ds) in members.items())
+    daemonsets = {cluster_ds: DaemonSetFacts(cluster_ds, "rev-new", "d", desired=1, app=cluster_ds),
+                  t4_ds: DaemonSetFacts(t4_ds, "rev-new", "d", desired=2, app=t4_ds)}
+    state = ClusterState(nodes, pods, daemonsets)
+    plan = reconcile(state, settings, 0.0)
+    admitting = ("cordon-required", "pod-restart-required")  # the latter: restart-only, the config digest unchanged
+    admitted = sorted(p.node for p in plan.patches if p.labels.get(STATE_LABEL) in admitting)
+    assert admitted == ["canary-0"] and plan.rollout is not None and plan.rollout.active == "canary"
+    one_changed = dataclasses.replace(state, daemonsets={**daemonsets, t4_ds: dataclasses.replace(
+        daemonsets[t4_ds], revision="rev-old")})
+    assert rollout_target(one_changed, settings) != rollout_target(state, settings)
