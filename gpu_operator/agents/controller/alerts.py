@@ -10,7 +10,8 @@ unknown (None), and the rollout's gate then lets no soak end until it can tell
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx2
@@ -34,14 +35,26 @@ def firing_alert_names(document: Any) -> frozenset[str]:
 
 
 class AlertSource:
-    """Reads the firing alerts of the Prometheus at `url` (a bounded request per call)."""
+    """Reads the firing alerts of the Prometheus at `url`: a bounded request, its answer (or its failure) kept for
+    `ttl` seconds, so a controller's busy rounds ask Prometheus at most that often and a Prometheus that hangs
+    costs a round `timeout` seconds at most once per `ttl`."""
 
-    def __init__(self, url: str, *, timeout: float = 5.0, transport: httpx2.BaseTransport | None = None) -> None:
+    def __init__(self, url: str, *, timeout: float = 3.0, ttl: float = 10.0,
+                 transport: httpx2.BaseTransport | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self._url = url.rstrip("/") + ALERTS_PATH
         self._client = httpx2.Client(timeout=timeout, transport=transport)
+        self._ttl, self._clock = ttl, clock
+        self._kept: tuple[float, frozenset[str] | None] | None = None
 
     def firing(self) -> frozenset[str] | None:
         """The firing alerts' names; None (logged) when Prometheus cannot be asked or its answer read."""
+        now = self._clock()
+        if self._kept is not None and now - self._kept[0] < self._ttl:
+            return self._kept[1]
+        self._kept = (now, self._ask())
+        return self._kept[1]
+
+    def _ask(self) -> frozenset[str] | None:
         try:
             response = self._client.get(self._url)
             response.raise_for_status()

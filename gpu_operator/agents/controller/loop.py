@@ -52,7 +52,7 @@ from gpu_operator.agents.controller.reconcile import (
     reconcile,
 )
 from gpu_operator.agents.controller.alerts import AlertSource
-from gpu_operator.agents.controller.rollout import rollout_notices
+from gpu_operator.agents.controller.rollout import RolloutSeen, rollout_notices
 from gpu_operator.agents.cloud import aks_hand_off
 from gpu_operator.agents.controller.remediation import Remediator
 from gpu_operator.agents.controller.settings import ControllerSettings
@@ -105,7 +105,8 @@ class ControllerLoop:
                                      pods_on=self.actuator.pods_on, patch_node=self.actuator.patch_node, clock=clock,
                                      cloud=cloud, hand_off=aks_hand_off)
         self.alerts = AlertSource(settings.prometheus_url) if settings.rollout and settings.rollout.alerts else None
-        self._rollout: StageDecision | None = None
+        self._rollout: RolloutSeen | None = None
+        """What the last decision told (read back from the published one at the first round)."""
         self._rollout_memory: RolloutMemory | None = None
         """The staged rollout's memory: read from the status ConfigMap on the first round, then each plan's."""
         self._status: dict[str, str] | None = None
@@ -260,11 +261,14 @@ class ControllerLoop:
         except API_ERRORS as error:
             _LOG.info("no staged rollout record to carry on from (%s): the gate starts afresh", _failure(error))
             return RolloutMemory()
-        record = (status.data or {}).get(ROLLOUT_KEY, "")
         try:
-            return RolloutMemory.from_dict(json.loads(record).get("memory") if record else None)
-        except (json.JSONDecodeError, AttributeError):
+            record = json.loads((status.data or {}).get(ROLLOUT_KEY) or "{}")
+        except json.JSONDecodeError:
+            record = {}
+        if not isinstance(record, dict):
             return RolloutMemory()
+        self._rollout = RolloutSeen.from_record(record)
+        return RolloutMemory.from_dict(record.get("memory"))
 
     def _announce(self, decision: StageDecision | None, now: float) -> None:
         """Events for what the rollout did this round (a halt, a stage started, the end), on the status ConfigMap."""
@@ -273,9 +277,8 @@ class ControllerLoop:
             self._event(UpgradeEvent("", "", notice.message, notice.warning), now, reason=notice.reason,
                         involved=ObjectReference(kind="ConfigMap", name=STATUS_CONFIG_MAP, apiVersion="v1",
                                                  namespace=self._settings.namespace))
-        self._rollout = decision
         if decision is not None:
-            self._rollout_memory = decision.memory
+            self._rollout, self._rollout_memory = RolloutSeen.of(decision), decision.memory
 
     def _event(self, event: UpgradeEvent, now: float, *, reason: str = "GPUDriverUpgrade",
                component: str = _COMPONENT, involved: ObjectReference | None = None) -> None:

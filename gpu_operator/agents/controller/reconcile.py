@@ -51,6 +51,7 @@ from gpu_operator.upgrade.observation import (
 )
 
 __all__ = [
+    "ALERTS_POLL_SECONDS",
     "ALERTS_RETRY_SECONDS",
     "UPGRADE_ENABLED_ANNOTATION",
     "NodePatch",
@@ -75,6 +76,8 @@ UNSCHEDULED_REQUEUE_SECONDS = 5.0
 CLAIMS_REQUEUE_SECONDS = 30.0
 #: While a passed soak waits for the alerts to be readable again.
 ALERTS_RETRY_SECONDS = 15.0
+#: While a soak watches alerts: how often a round asks whether one fires.
+ALERTS_POLL_SECONDS = 30.0
 _KNOWN_STATES = {state.value: state for state in State}
 
 
@@ -369,11 +372,14 @@ def reconcile(state: ClusterState, settings: ControllerSettings, now: float) -> 
     if state.gpu_claim_nodes and state.gpu_claim_nodes & set(nodes_needing_claims(state, settings)):
         requeue = min(requeue, CLAIMS_REQUEUE_SECONDS)
     if rollout is not None:
-        requeue = min(requeue, _soak_requeue(rollout, now))
+        requeue = min(requeue, _soak_requeue(rollout, bool(settings.rollout and settings.rollout.alerts), now))
     return Plan(tuple(pod_actions), tuple(patches), tuple(events), requeue, tuple(observations), paused, rollout)
 
 
-def _soak_requeue(rollout: StageDecision, now: float) -> float:
-    """Come back when a stage's soak ends (a soak that cannot end yet for want of the alerts: soon)."""
+def _soak_requeue(rollout: StageDecision, alerts: bool, now: float) -> float:
+    """Come back when a stage's soak ends (a soak that cannot end yet for want of the alerts: soon), and while a
+    soak watches alerts, often enough to see one that fires and clears before the soak ends (nothing else wakes
+    the controller for an alert)."""
     ends = [stage.soak_until for stage in rollout.stages if stage.phase == "soaking" and stage.soak_until]
-    return min((end - now + 1.0 if end > now else ALERTS_RETRY_SECONDS for end in ends), default=float("inf"))
+    waits = [end - now + 1.0 if end > now else ALERTS_RETRY_SECONDS for end in ends]
+    return min([*waits, *([ALERTS_POLL_SECONDS] if ends and alerts else [])], default=float("inf"))

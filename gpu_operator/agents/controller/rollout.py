@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gpu_operator.agents.controller.cluster_state import ClusterState
 from gpu_operator.agents.controller.driver_owners import POOL_LABEL
@@ -22,7 +23,7 @@ from gpu_operator.upgrade import NodeObservation
 from gpu_operator.upgrade.stages import DONE_REASON, HALT_REASON, STAGE_REASON, StageDecision, StagedNode, evaluate
 from gpu_operator.upgrade.state_machine import needs_upgrade
 
-__all__ = ["RolloutNotice", "decide", "rollout_notices", "rollout_target", "staged_nodes"]
+__all__ = ["RolloutNotice", "RolloutSeen", "decide", "rollout_notices", "rollout_target", "staged_nodes"]
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,32 @@ def decide(state: ClusterState, settings: ControllerSettings, observations: Sequ
                     rollout_target(state, settings), state.firing_alerts, now)
 
 
-def rollout_notices(before: StageDecision | None, after: StageDecision | None) -> list[RolloutNotice]:
+@dataclass(frozen=True)
+class RolloutSeen:
+    """What the last decision told people: its halt, its active stage, whether it had finished."""
+
+    halted: str = ""
+    active: str | None = None
+    finished: bool = True
+
+    @classmethod
+    def of(cls, decision: StageDecision) -> RolloutSeen:
+        return cls(decision.halted, decision.active, decision.finished)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RolloutSeen:
+        """From the decision the last leader published (`StageDecision.to_dict()`), so a new leader does not tell
+        again what its predecessor told."""
+        return cls(str(record.get("halted") or ""), str(record.get("active") or "") or None,
+                   bool(record.get("finished", True)))
+
+
+def rollout_notices(before: StageDecision | RolloutSeen | None, after: StageDecision | None) -> list[RolloutNotice]:
     """What changed between two rounds' decisions: a halt, a stage that became active, the rollout finished."""
     if after is None:
         return []
-    was_halted = before.halted if before is not None else ""
-    was_active = before.active if before is not None else None
-    was_finished = before.finished if before is not None else True
+    seen = RolloutSeen.of(before) if isinstance(before, StageDecision) else before or RolloutSeen()
+    was_halted, was_active, was_finished = seen.halted, seen.active, seen.finished
     notices = []
     if after.halted and after.halted != was_halted:
         notices.append(RolloutNotice(HALT_REASON, f"driver rollout halted: {after.halted}", True))

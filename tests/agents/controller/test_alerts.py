@@ -27,8 +27,9 @@ def test_an_answer_that_is_not_one_is_refused(document: object) -> None:
         firing_alert_names(document)
 
 
-def _source(handler: object) -> AlertSource:
-    return AlertSource("http://prometheus:9090/", transport=httpx2.MockTransport(handler))  # type: ignore[arg-type]
+def _source(handler: object, clock: object = None) -> AlertSource:
+    return AlertSource("http://prometheus:9090/", transport=httpx2.MockTransport(handler),  # type: ignore[arg-type]
+                       **({"clock": clock} if clock else {}))  # type: ignore[arg-type]
 
 
 def test_the_source_asks_the_alerts_endpoint() -> None:
@@ -50,3 +51,20 @@ def test_the_source_asks_the_alerts_endpoint() -> None:
 def test_an_unreadable_answer_is_unknown_not_nothing_firing(answer: object, caplog: pytest.LogCaptureFixture) -> None:
     assert _source(answer).firing() is None
     assert "no soak of the driver rollout ends" in caplog.text
+
+
+def test_an_answer_or_a_failure_is_kept_for_the_ttl() -> None:
+    """A controller's rounds come every few seconds in a rollout: Prometheus is asked at most every 10 s, and a
+    hanging one costs a round its timeout at most that often."""
+    asked, now = [], [0.0]
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        asked.append(now[0])
+        return httpx2.Response(503) if len(asked) == 1 else httpx2.Response(200, json=ANSWER)
+
+    source = _source(answer, clock=lambda: now[0])
+    assert source.firing() is None
+    now[0] = 9.9
+    assert source.firing() is None and asked == [0.0]
+    now[0] = 10.0
+    assert source.firing() == {"GPUXidCritical"} and asked == [0.0, 10.0]

@@ -211,6 +211,11 @@ def test_a_new_leader_carries_the_staged_rollout_on_from_the_status_and_tells_it
     loop.round()
     assert len([e for e in server.objects("events", NS) if e["reason"] == "GPUDriverRolloutHalted"]) == 1
     loop.close()
+    successor = ControllerLoop(client, settings, ControllerMetrics())  # a new leader: the halt was told already
+    assert successor.start()
+    assert successor.round().rollout.halted == halt  # type: ignore[union-attr]
+    assert len([e for e in server.objects("events", NS) if e["reason"] == "GPUDriverRolloutHalted"]) == 1
+    successor.close()
 
 
 def test_alerts_that_cannot_be_read_leave_the_round_running(server: FakeApiServer) -> None:

@@ -14,7 +14,12 @@ from collections.abc import Mapping
 
 from gpu_operator.agents.controller.cluster_state import ClusterState
 from gpu_operator.agents.controller.driver_owners import POOL_LABEL
-from gpu_operator.agents.controller.reconcile import ALERTS_RETRY_SECONDS, UPGRADE_ENABLED_ANNOTATION, reconcile
+from gpu_operator.agents.controller.reconcile import (
+    ALERTS_POLL_SECONDS,
+    ALERTS_RETRY_SECONDS,
+    UPGRADE_ENABLED_ANNOTATION,
+    reconcile,
+)
 from gpu_operator.agents.controller.rollout import rollout_notices, rollout_target
 from gpu_operator.agents.controller.settings import ControllerSettings
 from gpu_operator.agents.controller.status import ROLLOUT_KEY, census, operand_status, status_data
@@ -130,13 +135,15 @@ def test_unreadable_alerts_keep_a_passed_soak_from_ending_until_they_can_be_read
     assert run.go(40).finished
 
 
-def test_the_round_comes_back_when_the_soak_ends() -> None:
+def test_the_round_comes_back_when_the_soak_ends_and_while_it_watches_alerts() -> None:
     run = Run(_cluster())
     while not run.rounds or run.rounds[-1][1].stages[0].phase != "soaking":
         run.go(1)
-    plan = reconcile(run.state(), SETTINGS, run.cluster.now)
+    quiet = dataclasses.replace(SETTINGS, rollout=dataclasses.replace(POLICY, alerts=()))
+    plan = reconcile(run.state(), quiet, run.cluster.now)
     soak_until = plan.rollout.stages[0].soak_until  # type: ignore[union-attr]
     assert plan.requeue_after == soak_until - run.cluster.now + 1.0
+    assert reconcile(run.state(), SETTINGS, run.cluster.now).requeue_after == ALERTS_POLL_SECONDS
 
 
 def test_a_new_target_starts_a_new_rollout_with_the_halt_forgotten() -> None:
