@@ -30,11 +30,12 @@ from pydantic import Field, field_validator, model_validator
 
 from gpu_operator.config.base import ConfigModel
 from gpu_operator.facts.kube_names import is_dns_label
+from gpu_operator.upgrade.stages import REST
 
 __all__ = ["ALL_OTHER_POOLS", "DriverRollout", "RolloutStageSpec"]
 
-#: The pool pattern for every pool no earlier stage names (gpu_operator.upgrade.stages.REST).
-ALL_OTHER_POOLS = "*"
+#: The pool pattern for every pool no earlier stage names.
+ALL_OTHER_POOLS = REST
 
 
 class RolloutStageSpec(ConfigModel):
@@ -52,6 +53,13 @@ class RolloutStageSpec(ConfigModel):
         if not is_dns_label(value):
             raise ValueError(f"{value!r} is not a stage name: use lower-case letters, digits and '-' (at most 63), "
                              "such as 'canary'")
+        return value
+
+    @field_validator("pools")
+    @classmethod
+    def _pools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not pool.strip() for pool in value):
+            raise ValueError("a pool name is empty: name the pool, or `*` for every pool no earlier stage names")
         return value
 
 

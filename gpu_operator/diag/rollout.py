@@ -16,27 +16,20 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import yaml
 
 from gpu_operator.diag.findings import Finding, Layer, Severity
 from gpu_operator.diag.operands import duration
 from gpu_operator.diag.snapshot import Snapshot
 from gpu_operator.render.operands.operator_controller import NAME as CONTROLLER, STATUS_CONFIG_MAP
 from gpu_operator.upgrade.observation import STATE_LABEL, State
-from gpu_operator.upgrade.stages import HALT_REASON, STATUS_KEY
+from gpu_operator.upgrade.stages import HALT_REASON, STATUS_KEY, read_record
 
 __all__ = ["rollout_findings"]
-_KEY = STATUS_KEY
 
 
 def _decision(snapshot: Snapshot) -> Mapping[str, Any]:
     """The controller's last published decision ({} without one, or when it does not parse)."""
-    text = ((snapshot.config_map(STATUS_CONFIG_MAP) or {}).get("data") or {}).get(_KEY) or "{}"
-    try:
-        decision = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return {}
-    return decision if isinstance(decision, Mapping) else {}
+    return read_record(((snapshot.config_map(STATUS_CONFIG_MAP) or {}).get("data") or {}).get(STATUS_KEY))
 
 
 def _stages(decision: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 
 from gpu_operator.agents.controller.settings import ControllerSettings, SettingsError, parse_settings
 from gpu_operator.diag.snapshot import Obj, labels, name, parse_time
@@ -24,7 +23,7 @@ from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION, STATE_LABEL
 from gpu_operator.upgrade.progress import NodeProgress, RolloutProgress, Transition, progress
 from gpu_operator.upgrade.revisions import REVISION_LABEL, newest_revisions
-from gpu_operator.upgrade.stages import STATUS_KEY
+from gpu_operator.upgrade.stages import STATUS_KEY, read_record
 
 __all__ = [
     "DRIVER_COMPONENT",
@@ -73,14 +72,6 @@ def _transitions(events: Sequence[Obj]) -> list[Transition]:
     return found
 
 
-def _data(config_map: Obj | None, key: str, parse: Any) -> Any:
-    text = ((config_map or {}).get("data") or {}).get(key)
-    try:
-        return parse(text) if text else None
-    except (ValueError, yaml.YAMLError):
-        return None
-
-
 def _settings(snapshot: UpgradeSnapshot, namespace: str) -> ControllerSettings | None:
     """The controller's settings as the controller itself reads them (None without a readable ConfigMap)."""
     text = ((snapshot.settings or {}).get("data") or {}).get(SETTINGS_FILE)
@@ -99,7 +90,7 @@ def _limits(settings: ControllerSettings | None) -> dict[str, int]:
 
 def upgrade_progress(snapshot: UpgradeSnapshot) -> RolloutProgress:
     """The report of a snapshot (pure)."""
-    rollout = _data(snapshot.status, STATUS_KEY, yaml.safe_load) or {}
+    rollout = read_record(((snapshot.status or {}).get("data") or {}).get(STATUS_KEY))
     settings = _settings(snapshot, (snapshot.settings or {}).get("metadata", {}).get("namespace", ""))
     stages = [stage for stage in rollout.get("stages") or () if isinstance(stage, Mapping)]
     stage_of = {node: str(stage.get("name", "")) for stage in stages for node in stage.get("nodes") or ()}

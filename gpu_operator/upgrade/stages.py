@@ -24,6 +24,7 @@ already in progress always finishes, and a node outside the admissible set is le
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "StagedNode",
     "evaluate",
     "gate",
+    "read_record",
     "stage_of",
 ]
 
@@ -159,6 +161,17 @@ class StageDecision:
         return {"active": self.active or "", "waitingOn": self.waiting_on, "halted": self.halted,
                 "finished": self.finished, "stages": [stage.to_dict() for stage in self.stages],
                 "memory": self.memory.to_dict()}
+
+
+def read_record(text: str | None) -> dict[str, Any]:
+    """A published decision (`StageDecision.to_dict()` as JSON, the status ConfigMap's `STATUS_KEY`) read back:
+    {} when there is none or it does not parse as a JSON object (the controller, `diag` and `upgrade status` then
+    read no rollout)."""
+    try:
+        record = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def stage_of(policy: RolloutPolicy, pool: str) -> str:

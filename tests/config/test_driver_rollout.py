@@ -57,6 +57,7 @@ CANARY = {"name": "canary", "pools": ["t4"], "soakSeconds": 600}
     ({"stages": []}, "operator.driver.rollout.stages: "),
     ({"stages": [{"name": "Canary!", "pools": ["t4"]}]}, "operator.driver.rollout.stages[0].name: "),
     ({"stages": [{"name": "canary", "pools": []}]}, "operator.driver.rollout.stages[0].pools: "),
+    ({"stages": [{"name": "canary", "pools": ["t4", " "]}]}, "a pool name is empty"),
     ({"stages": [CANARY, {**CANARY, "pools": ["h100"]}]}, "stage name 'canary' is used twice"),
     ({"stages": [CANARY, {"name": "rest", "pools": ["t4", "*"]}]}, "pool 't4' is in more than one stage"),
     ({"stages": [CANARY], "alerts": ["GPUXidCritical"]}, "alerts need prometheusUrl"),

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
 from gpu_operator.diag.fetch import connect
 from gpu_operator.diag.upgrade_status import format_progress, read_upgrade, upgrade_progress
 from gpu_operator.upgrade.stages import REST, RolloutMemory, RolloutPolicy, RolloutStage, StagedNode, evaluate
@@ -18,7 +16,7 @@ def _rollout() -> str:
     policy = RolloutPolicy((RolloutStage("canary", ("canary",), 1800), RolloutStage("rest", (REST,))))
     nodes = [StagedNode(name, POOLS[name], STATES[name], name == "c-0") for name in POOLS]
     decision = evaluate(policy, nodes, RolloutMemory(), "t", (), now=0.0)
-    return yaml.safe_dump(decision.to_dict())
+    return json.dumps(decision.to_dict())  # as the controller publishes it (status.status_data)
 
 
 def test_a_halted_canary_is_named_with_its_reason_and_the_rest_is_untouched(tmp_path: Path) -> None:

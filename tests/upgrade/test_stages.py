@@ -8,6 +8,9 @@ a failure in a stage keeps every later stage untouched.
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +24,7 @@ from gpu_operator.upgrade.stages import (
     StagedNode,
     evaluate,
     gate,
+    read_record,
     stage_of,
 )
 from tests.upgrade.simulation import NEW, SimNode, tick, writes
@@ -218,3 +222,17 @@ def test_a_crash_looping_canary_leaves_every_other_pool_untouched(count: int, so
     for name, node in nodes.items():
         if name != "n-0":
             assert node.state is State.REQUIRED and not node.unschedulable, node
+
+
+@pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]", '"halted"'])
+def test_a_missing_or_unreadable_record_reads_as_none(text: str | None) -> None:
+    """The controller, `diag` and `upgrade status` read the published decision with one reader: a record that is
+    not a JSON object is no rollout (and the gate starts afresh), never an error."""
+    assert read_record(text) == {}
+
+
+def test_a_published_decision_reads_back_with_its_memory() -> None:
+    decision = evaluate(RolloutPolicy((RolloutStage("canary", ("a",), 60),)), [StagedNode("n", "a", "", False)],
+                        RolloutMemory(), "t", (), 0.0)
+    record = read_record(json.dumps(decision.to_dict()))
+    assert record["active"] == "canary" and RolloutMemory.from_dict(record["memory"]) == decision.memory

@@ -172,7 +172,8 @@ class Actuator:
         self._remembered_for[action.node] = action.kind
         pods = self.pods_on(action.node)
         gpu = action.kind == "evict-gpu-pods"
-        options = self._options(steps).pod_deletion if gpu else self._options(steps).drain
+        chosen_steps = self._options(steps)
+        options = chosen_steps.pod_deletion if gpu else chosen_steps.drain
         targets = pod_rules.gpu_pods(pods) if gpu else pod_rules.drain_pods(pods, options)
         chosen = [pod for pod in targets if not pod.terminating]
         # as kubectl's drain helper: one pod that may not be evicted fails the step before any eviction

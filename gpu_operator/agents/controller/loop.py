@@ -17,7 +17,6 @@ way finishes, the rest are abandoned). Only a bug raises out of a round with a t
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 import time
@@ -56,12 +55,12 @@ from gpu_operator.agents.controller.rollout import RolloutSeen, rollout_notices
 from gpu_operator.agents.cloud import aks_hand_off
 from gpu_operator.agents.controller.remediation import Remediator
 from gpu_operator.agents.controller.settings import ControllerSettings
-from gpu_operator.agents.controller.status import ROLLOUT_KEY, STATUS_CONFIG_MAP, census, operand_status, status_data
+from gpu_operator.agents.controller.status import STATUS_CONFIG_MAP, census, operand_status, status_data
 from gpu_operator.agents.kube.errors import KubeError, NotFound, NotLeader, kube_error
 from gpu_operator.remediation import NodeStep
 from gpu_operator.upgrade import CLUSTER_GROUP
 from gpu_operator.upgrade.revisions import newest_revisions
-from gpu_operator.upgrade.stages import RolloutMemory, StageDecision
+from gpu_operator.upgrade.stages import STATUS_KEY, RolloutMemory, StageDecision, read_record
 
 __all__ = ["DECODED", "EVENT_NAMESPACE", "ControllerLoop"]
 
@@ -162,7 +161,8 @@ class ControllerLoop:
         needing = nodes_needing_pods(state)
         self.actuator.forget(needing)
         return ClusterState(
-            nodes, state.pods, daemonsets, self._count_pods(needing, node_groups(state, self._settings)),
+            nodes, state.pods, daemonsets,
+            self._count_pods(needing, node_groups(state, self._settings) if needing else {}),
             eviction_blocked_since=dict(self.actuator.blocked_since), eviction_refusals=dict(self.actuator.refusals),
             eviction_waiting_for=dict(self.actuator.waiting_for),
             gpu_claim_nodes=self._claim_nodes(nodes_needing_claims(state, self._settings)))
@@ -261,12 +261,7 @@ class ControllerLoop:
         except API_ERRORS as error:
             _LOG.info("no staged rollout record to carry on from (%s): the gate starts afresh", _failure(error))
             return RolloutMemory()
-        try:
-            record = json.loads((status.data or {}).get(ROLLOUT_KEY) or "{}")
-        except json.JSONDecodeError:
-            record = {}
-        if not isinstance(record, dict):
-            return RolloutMemory()
+        record = read_record((status.data or {}).get(STATUS_KEY))
         self._rollout = RolloutSeen.from_record(record)
         return RolloutMemory.from_dict(record.get("memory"))
 

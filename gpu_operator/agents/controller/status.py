@@ -26,11 +26,9 @@ from gpu_operator.upgrade import IN_PROGRESS, STATE_LABEL, NodeObservation, Stat
 from gpu_operator.upgrade.observation import FAILURE_ANNOTATION
 from gpu_operator.upgrade.stages import STATUS_KEY, StageDecision
 
-__all__ = ["ROLLOUT_KEY", "STATUS_CONFIG_MAP", "Census", "census", "operand_status", "status_data"]
+__all__ = ["STATUS_CONFIG_MAP", "Census", "census", "operand_status", "status_data"]
 
 STATUS_CONFIG_MAP = "gpu-operator-status"
-#: The staged rollout's decision (JSON: `StageDecision.to_dict()`, its memory included), with a staged rollout only.
-ROLLOUT_KEY = STATUS_KEY
 
 
 @dataclass(frozen=True)
@@ -127,7 +125,7 @@ def status_data(state: ClusterState, summary: Census, operands: Mapping[str, Map
     if rollout is not None and (rollout.halted or rollout.active):
         words.append(f"driver rollout {'halted' if rollout.halted else 'at stage ' + str(rollout.active)}: "
                      f"{rollout.waiting_on}")
-    staged = {ROLLOUT_KEY: json.dumps(rollout.to_dict(), sort_keys=True)} if rollout is not None else {}
+    staged = {STATUS_KEY: json.dumps(rollout.to_dict(), sort_keys=True)} if rollout is not None else {}
     return {
         "state": "ready" if ready else "notReady",
         "summary": "; ".join(words),

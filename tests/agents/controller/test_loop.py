@@ -244,3 +244,19 @@ def test_a_status_held_back_by_its_interval_brings_a_round_back_to_write_it(serv
     assert 0 < plan.requeue_after <= 5.0
     assert server.get("configmaps", "gpu-operator-status", NS)["data"]["nodes"] == before
     loop.close()
+
+
+@pytest.mark.parametrize("record", ["not json", "[]", '{"memory": "garbled"}'])
+def test_an_unreadable_published_record_starts_the_gate_afresh(server: FakeApiServer, record: str) -> None:
+    from gpu_operator.upgrade.stages import RolloutPolicy, RolloutStage
+
+    server.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-operator-status", "namespace": NS},
+                "data": {"rollout": record}})
+    client = connect(server.client().config, retry=RetryPolicy(attempts=3, initial_delay=0.001, jitter=0.0))
+    policy = RolloutPolicy((RolloutStage("canary", ("canary",), 600),))
+    loop = ControllerLoop(client, ControllerSettings(NS, LabellingPolicy(), UpgradePolicy(), rollout=policy),
+                          ControllerMetrics())
+    assert loop.start()
+    plan = loop.round()
+    assert plan.rollout is not None and not plan.rollout.halted and plan.rollout.memory.started == frozenset()
+    loop.close()

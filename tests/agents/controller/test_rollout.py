@@ -22,10 +22,10 @@ from gpu_operator.agents.controller.reconcile import (
 )
 from gpu_operator.agents.controller.rollout import rollout_notices, rollout_target
 from gpu_operator.agents.controller.settings import ControllerSettings
-from gpu_operator.agents.controller.status import ROLLOUT_KEY, census, operand_status, status_data
+from gpu_operator.agents.controller.status import census, operand_status, status_data
 from gpu_operator.labels import WORKLOAD_OPERANDS, LabellingPolicy
 from gpu_operator.upgrade import STATE_LABEL, UpgradePolicy
-from gpu_operator.upgrade.stages import RolloutMemory, RolloutPolicy, RolloutStage, StageDecision
+from gpu_operator.upgrade.stages import STATUS_KEY, RolloutMemory, RolloutPolicy, RolloutStage, StageDecision
 from tests.agents.controller.fake_cluster import NFD_PCI, FakeCluster, FakeNode
 
 OPERANDS = frozenset(WORKLOAD_OPERANDS["container"])
@@ -176,8 +176,8 @@ def test_the_status_carries_the_decision_and_the_notices_say_what_changed() -> N
     state = run.state()
     operands = operand_status(state.daemonsets.values())
     data = status_data(state, census(state, (), 2, operands), operands, (), first)
-    assert json.loads(data[ROLLOUT_KEY]) == first.to_dict() and "driver rollout at stage canary" in data["summary"]
-    assert ROLLOUT_KEY not in status_data(state, census(state, (), 2, operands), operands)
+    assert json.loads(data[STATUS_KEY]) == first.to_dict() and "driver rollout at stage canary" in data["summary"]
+    assert STATUS_KEY not in status_data(state, census(state, (), 2, operands), operands)
     started = rollout_notices(None, first)
     assert [(n.reason, n.warning) for n in started] == [("GPUDriverRolloutStage", False)]
     assert "stage canary started (1 node(s))" in started[0].message
